@@ -1,0 +1,1 @@
+"""storebench: how storage systems and data layouts feed deep-learning training."""
