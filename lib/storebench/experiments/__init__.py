@@ -1,0 +1,1 @@
+"""One module per experiment: the code a notebook calls to measure and summarise."""

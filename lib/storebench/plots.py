@@ -1,0 +1,59 @@
+"""One house style for every figure, and the seed papers' numbers as a reference layer."""
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # reports are rendered headless; notebooks display the returned figure
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+REFERENCE_STYLE = dict(color="0.45", linestyle="--", marker="x", linewidth=1.2)
+
+
+def style() -> None:
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind")
+
+
+def palette(systems) -> dict:
+    colors = sns.color_palette("colorblind", len(systems))
+    return dict(zip(systems, colors))
+
+
+def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
+                  colors: dict | None = None, label_fmt: str = "{}") -> None:
+    """One line per ``hue`` value with 95% CI error bars (CI from the repeats)."""
+    for key, group in summary.groupby(hue, sort=False):
+        group = group.sort_values(x)
+        yerr = group[err].fillna(0).to_numpy()
+        ax.errorbar(group[x], group[y], yerr=yerr, marker="o", capsize=3, label=label_fmt.format(key),
+                    color=(colors or {}).get(key))
+
+
+def reference_lines(ax, frame: pd.DataFrame, x: str, y: str, hue: str, label: str = "paper: {}") -> None:
+    """The seed's published values, dashed grey, labelled as theirs."""
+    markers = ["x", "+", "1", "2", "3"]
+    for i, (key, group) in enumerate(frame.groupby(hue, sort=False)):
+        group = group.sort_values(x)
+        ax.plot(group[x], group[y], **{**REFERENCE_STYLE, "marker": markers[i % len(markers)]},
+                label=label.format(key))
+
+
+def log2_x(ax, ticks) -> None:
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(list(ticks))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+
+
+def footnote(fig, text: str) -> None:
+    fig.text(0.01, -0.02, text, ha="left", va="top", fontsize=8, color="0.3", wrap=True)
+
+
+def save(fig, path) -> None:
+    fig.savefig(path, bbox_inches="tight", dpi=110)
+
+
+def finite(values) -> np.ndarray:
+    values = np.asarray(values, dtype=float)
+    return values[np.isfinite(values)]

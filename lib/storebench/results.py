@@ -1,0 +1,120 @@
+"""Tidy result rows with their provenance, raw event tables, and statistics over repeats.
+
+One row per measured pass: ``reports/<experiment>.csv``. Each pass's per-request events go
+to ``reports/raw/<experiment>/<run_id>.parquet`` so every statistic can be recomputed
+without re-running the benchmark ("record raw, analyse later").
+"""
+from __future__ import annotations
+
+import os
+import platform
+import socket
+import subprocess
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+from .config import params_hash
+from .paths import REPORTS_DIR, ROOT
+from .timing import PassResult, mean_ci
+
+ROW_COLUMNS = [
+    "experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request", "access",
+    "location", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
+    "wall_seconds", "client_cpu_seconds", "client_peak_rss_bytes", "resident_fraction", "verified",
+    "system_version", "client_version", "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",
+    "run_id", "scale",
+]
+KEY_COLUMNS = ["experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request",
+               "access", "location"]
+
+
+@lru_cache(maxsize=1)
+def machine() -> dict:
+    return {
+        "host": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        "python": platform.python_version(),
+        "git_rev": git_revision(),
+    }
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no",
+                                "--", "lib", "notebooks"], capture_output=True, text=True).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset: str, format: str,
+              samples_per_object: int, samples_per_request: int, access: str, location: str, n_samples: int,
+              system_version: str, client_version: str, run_id: str, scale: str, seed: int) -> list[dict]:
+    workload = dict(experiment=experiment, system=system, dataset=dataset, format=format,
+                    samples_per_object=samples_per_object, samples_per_request=samples_per_request,
+                    access=access, location=location, n_samples=n_samples, seed=seed)
+    rows = []
+    for p in passes:
+        rows.append({
+            **{k: v for k, v in workload.items() if k != "seed"},
+            "repeat": p.repeat, "n_requests": len(p.events), "bytes": int(p.events.bytes.sum()),
+            "needed_bytes": int(p.events.needed_bytes.sum()), "seconds": p.seconds,
+            "decode_seconds": p.decode_seconds, "wall_seconds": p.wall_seconds,
+            "client_cpu_seconds": p.cpu_seconds, "client_peak_rss_bytes": p.peak_rss_bytes,
+            "resident_fraction": p.resident_fraction, "verified": True,
+            "system_version": system_version, "client_version": client_version,
+            **machine(), "params_hash": params_hash(workload), "run_id": run_id, "scale": scale,
+        })
+    return rows
+
+
+class ResultWriter:
+    """Collects rows and raw events of one experiment run and writes them at the end."""
+
+    def __init__(self, experiment: str, out_dir: Path = REPORTS_DIR):
+        self.experiment, self.out_dir = experiment, Path(out_dir)
+        self.rows: list[dict] = []
+        self.raw_dir = self.out_dir / "raw" / experiment
+
+    def add(self, passes: list[PassResult], **fields) -> None:
+        run_id = _run_id(fields)
+        self.rows.extend(pass_rows(passes, experiment=self.experiment, run_id=run_id, **fields))
+        self.raw_dir.mkdir(parents=True, exist_ok=True)
+        events = pd.concat([p.events.assign(repeat=p.repeat) for p in passes], ignore_index=True)
+        events.to_parquet(self.raw_dir / f"{run_id}.parquet", index=False)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows, columns=ROW_COLUMNS)
+
+    def write(self) -> Path:
+        path = self.out_dir / f"{self.experiment}.csv"
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.frame().to_csv(path, index=False)
+        return path
+
+
+def _run_id(fields: dict) -> str:
+    parts = [fields["system"], fields["format"], f"spo{fields['samples_per_object']}", fields["access"],
+             f"k{fields['samples_per_request']}", fields["location"]]
+    return "_".join(str(p) for p in parts)
+
+
+def summarize(rows: pd.DataFrame, value: str = "seconds", by=KEY_COLUMNS) -> pd.DataFrame:
+    """Mean and 95% CI half-width of ``value`` over repeats, one row per configuration."""
+    by = [c for c in by if c in rows.columns]
+    out = []
+    for key, group in rows.groupby(by, sort=False, dropna=False):
+        mean, half, n = mean_ci(group[value])
+        out.append({**dict(zip(by, key)), "mean": mean, "ci95": half, "repeats": n,
+                    "system_version": group.system_version.iloc[0]})
+    return pd.DataFrame(out)
+
+
+def read_raw_events(raw_dir: Path) -> pd.DataFrame:
+    frames = [pd.read_parquet(p).assign(run_id=p.stem) for p in sorted(Path(raw_dir).glob("*.parquet"))]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

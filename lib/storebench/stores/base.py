@@ -1,0 +1,149 @@
+"""The one small interface every storage system is spoken to through.
+
+Like a YCSB binding, a store knows how to talk to its system and nothing about timing,
+key choice or verification. Keys are non-negative integers (object indices); values are
+bytes. ``get_many`` must use the system's native multi-read where it has one, and
+``capabilities`` must say honestly whether it does.
+"""
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Iterable, Iterator, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    native_multi_get: bool  # get_many is one native batched call, not a client-side loop
+    full_scan: bool  # scan() streams the whole store in one request/cursor
+    in_memory_only: bool  # the system keeps data only in RAM (no disk location)
+    array_native: bool = False  # stores decoded tensors, read by index (see ArrayStore)
+    has_server: bool = False  # a networked server (see storebench.services)
+
+
+@dataclass(frozen=True)
+class DiskUsage:
+    bytes: int
+    how: str  # which accounting produced the figure, e.g. "du of data dir"
+
+
+class Store(ABC):
+    """Bytes by integer key."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    client_package: ClassVar[str]  # the Python distribution whose version is the client version
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    # --- writing -----------------------------------------------------------------------
+    @abstractmethod
+    def put_many(self, items: Iterable[tuple[int, bytes]]) -> None:
+        """Store every ``(key, value)``; overwrites existing keys."""
+
+    # --- reading -----------------------------------------------------------------------
+    @abstractmethod
+    def get(self, key: int) -> bytes:
+        """The value of ``key``; ``KeyError`` if absent."""
+
+    def get_many(self, keys: Sequence[int]) -> list[bytes]:
+        """Values in the order of ``keys``; ``KeyError`` if any is absent."""
+        return [self.get(k) for k in keys]
+
+    @abstractmethod
+    def scan(self) -> Iterator[tuple[int, bytes]]:
+        """Every ``(key, value)`` in key order."""
+
+    # --- housekeeping ------------------------------------------------------------------
+    @abstractmethod
+    def clear(self) -> None:
+        """Remove every object (the store stays usable)."""
+
+    def flush(self) -> None:
+        """Make written data durable on disk, so page-cache eviction has an effect."""
+
+    def files(self) -> list[Path]:
+        """Files holding the data (for page-cache eviction and residency checks)."""
+        return [p for p in self.root.rglob("*") if p.is_file()] if self.root.exists() else []
+
+    def disk_usage(self) -> DiskUsage:
+        self.flush()
+        return DiskUsage(sum(_allocated(p) for p in self.files()), "allocated blocks of the store's files")
+
+    def reopen(self) -> None:
+        """Close and open again, dropping in-process caches (for cold reads)."""
+
+    def close(self) -> None:
+        pass
+
+    def system_version(self) -> str:
+        return f"{self.name} {package_version(self.client_package)}"
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class ArrayStore(ABC):
+    """A store of decoded tensors read by sample index (TileDB/TensorStore array layouts)."""
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    client_package: ClassVar[str]
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+
+    @abstractmethod
+    def write(self, images: np.ndarray, labels: np.ndarray) -> None:
+        """Replace the stored dataset with these arrays."""
+
+    @abstractmethod
+    def read(self, indices: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Images and labels at ``indices`` (any order); ``IndexError`` out of range."""
+
+    @abstractmethod
+    def read_all(self) -> tuple[np.ndarray, np.ndarray]:
+        """The whole dataset in one request."""
+
+    @abstractmethod
+    def clear(self) -> None: ...
+
+    files = Store.files
+    disk_usage = Store.disk_usage
+    flush = Store.flush
+    reopen = Store.reopen
+    close = Store.close
+    system_version = Store.system_version
+    __enter__ = Store.__enter__
+    __exit__ = Store.__exit__
+
+
+def _allocated(path: Path) -> int:
+    try:
+        return os.stat(path).st_blocks * 512
+    except FileNotFoundError:  # files may vanish during compaction
+        return 0
+
+
+def package_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def check_key(key) -> int:
+    key = int(key)
+    if key < 0:
+        raise KeyError(key)
+    return key

@@ -1,0 +1,177 @@
+"""TileDB, in two layouts.
+
+- ``tiledb``: bytes per cell: a sparse 1-D array keyed by object index with one variable-
+  length bytes attribute (the encoded object), read by point multi-index.
+- ``tiledb-array``: array-native: a dense uint8 image array (sample, row, col[, channel])
+  and a dense uint8 label array in one directory, read by index or slice.
+"""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import tiledb
+
+from .base import ArrayStore, Capabilities, DiskUsage, Store, check_key
+
+_MAX_KEY = 2**40
+
+
+def _version() -> str:
+    return "TileDB {}.{}.{}".format(*tiledb.libtiledb.version())
+
+
+def _consolidate(uri: str, ctx) -> None:
+    tiledb.consolidate(uri, ctx=ctx)
+    tiledb.vacuum(uri, ctx=ctx)
+
+
+class TileDBStore(Store):
+    name = "tiledb"
+    capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False)
+    client_package = "tiledb"
+
+    def __init__(self, root, tile: int = 64):
+        super().__init__(root)
+        self.tile = tile  # also the sparse tile capacity: a point read decodes one whole tile
+        self.ctx = tiledb.Ctx()
+        self.uri = str(self.root / "objects")
+        if not tiledb.array_exists(self.uri, ctx=self.ctx):
+            self._create()
+        self._open()
+
+    def _create(self):
+        self.root.mkdir(parents=True, exist_ok=True)
+        dim = tiledb.Dim(name="key", domain=(0, _MAX_KEY), tile=self.tile, dtype=np.uint64)
+        schema = tiledb.ArraySchema(domain=tiledb.Domain(dim), sparse=True, capacity=self.tile,
+                                    attrs=[tiledb.Attr(name="value", dtype=bytes, var=True)])
+        tiledb.Array.create(self.uri, schema, ctx=self.ctx)
+
+    def _open(self):
+        self.array = tiledb.open(self.uri, "r", ctx=self.ctx)
+
+    def put_many(self, items):
+        items = list(items)
+        if not items:
+            return
+        keys = np.array([check_key(k) for k, _ in items], dtype=np.uint64)
+        values = np.array([v for _, v in items] + [None], dtype=object)[:-1]  # keep bytes objects
+        with tiledb.open(self.uri, "w", ctx=self.ctx) as array:
+            array[keys] = {"value": values}
+        self.reopen()
+
+    def _query(self, keys) -> dict[int, bytes]:
+        result = self.array.multi_index[[check_key(k) for k in keys]]
+        return dict(zip(result["key"].tolist(), result["value"]))
+
+    def get(self, key):
+        found = self._query([key])
+        if key not in found:
+            raise KeyError(key)
+        return found[key]
+
+    def get_many(self, keys):
+        found = self._query(keys)
+        try:
+            return [found[int(k)] for k in keys]
+        except KeyError as missing:
+            raise KeyError(missing.args[0]) from None
+
+    def scan(self):
+        result = self.array[:]
+        order = np.argsort(result["key"], kind="stable")
+        for i in order:
+            yield int(result["key"][i]), result["value"][i]
+
+    def clear(self):
+        self.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+        self._create()
+        self._open()
+
+    def flush(self):
+        self.close()
+        _consolidate(self.uri, self.ctx)
+        self._open()
+
+    def reopen(self):
+        self.close()
+        self.ctx = tiledb.Ctx()
+        self._open()
+
+    def close(self):
+        if getattr(self, "array", None) is not None:
+            self.array.close()
+            self.array = None
+
+    def system_version(self):
+        return _version()
+
+
+class TileDBArrayStore(ArrayStore):
+    name = "tiledb-array"
+    capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False, array_native=True)
+    client_package = "tiledb"
+
+    def __init__(self, root, tile: int = 64):
+        super().__init__(root)
+        self.tile = tile
+        self.ctx = tiledb.Ctx()
+        self.images_uri = str(self.root / "images")
+        self.labels_uri = str(self.root / "labels")
+        self.images = self.labels = None
+        if tiledb.array_exists(self.images_uri, ctx=self.ctx):
+            self._open()
+
+    def _open(self):
+        self.images = tiledb.open(self.images_uri, "r", ctx=self.ctx)
+        self.labels = tiledb.open(self.labels_uri, "r", ctx=self.ctx)
+        self.n = int(self.labels.schema.domain.dim(0).domain[1]) + 1
+
+    def write(self, images, labels):
+        self.clear()
+        self.root.mkdir(parents=True, exist_ok=True)
+        n = len(images)
+        dims = [tiledb.Dim(name="sample", domain=(0, n - 1), tile=min(self.tile, n), dtype=np.uint64)]
+        for axis, extent in zip(("row", "col", "channel"), images.shape[1:]):
+            dims.append(tiledb.Dim(name=axis, domain=(0, extent - 1), tile=extent, dtype=np.uint64))
+        tiledb.Array.create(self.images_uri, tiledb.ArraySchema(
+            domain=tiledb.Domain(*dims), attrs=[tiledb.Attr(name="pixel", dtype=np.uint8)]), ctx=self.ctx)
+        tiledb.Array.create(self.labels_uri, tiledb.ArraySchema(
+            domain=tiledb.Domain(dims[0]), attrs=[tiledb.Attr(name="label", dtype=np.uint8)]), ctx=self.ctx)
+        with tiledb.open(self.images_uri, "w", ctx=self.ctx) as array:
+            array[:] = np.ascontiguousarray(images, dtype=np.uint8)
+        with tiledb.open(self.labels_uri, "w", ctx=self.ctx) as array:
+            array[:] = np.ascontiguousarray(labels, dtype=np.uint8)
+        self._open()
+
+    def read(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        if self.images is None or len(indices) and (indices.min() < 0 or indices.max() >= self.n):
+            raise IndexError(f"sample index out of range for {self.name}")
+        points, back = np.unique(indices, return_inverse=True)  # multi_index answers in ascending order
+        images = self.images.multi_index[points.tolist()]["pixel"]
+        labels = self.labels.multi_index[points.tolist()]["label"]
+        return images[back], labels[back]
+
+    def read_all(self):
+        return self.images[:]["pixel"], self.labels[:]["label"]
+
+    def clear(self):
+        self.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def reopen(self):
+        self.close()
+        self.ctx = tiledb.Ctx()
+        if tiledb.array_exists(self.images_uri, ctx=self.ctx):
+            self._open()
+
+    def close(self):
+        for array in (self.images, self.labels):
+            if array is not None:
+                array.close()
+        self.images = self.labels = None
+
+    def system_version(self):
+        return _version()
