@@ -20,7 +20,7 @@ def _repo_root() -> Path:
 
 ROOT = _repo_root()
 DATA_DIR = ROOT / "data"  # raw datasets, tracked by data.dvc
-PREPARED_DIR = ROOT / "prepared"  # arrays made by the prepare stage
+PREPARED_DIR = Path(os.environ.get("STOREBENCH_PREPARED", ROOT / "prepared"))  # arrays made by the prepare stage
 REPORTS_DIR = ROOT / "reports"
 WORK_DIR = Path(os.environ.get("STOREBENCH_WORK", ROOT / "work"))  # store data, server dirs, logs (git-ignored)
 CACHE_DIR = Path(os.environ.get("STOREBENCH_CACHE", Path.home() / ".cache" / "storebench"))

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .datasets import Dataset
 from .formats import Format, n_objects, object_samples, pack
@@ -52,7 +52,7 @@ class ObjectReader:
         sizes = np.zeros(total, dtype=np.int64)
         pending = []
         bar = tqdm(total=total, desc=f"ingest {store.name} ({fmt.name}, {samples_per_object}/object)",
-                   unit="obj", disable=not progress, leave=False)
+                   unit="obj", disable=not progress, leave=False, delay=2)
         for key, value in pack(dataset.images, dataset.labels, fmt, samples_per_object):
             checksums[key], sizes[key] = zlib.crc32(value), len(value)
             pending.append((key, value))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .locations import Residency, evict, residency
 from .workloads import Workload
@@ -84,7 +84,7 @@ def measure(reader, workload: Workload, repeats: int, cold: bool, warmup: bool =
     and its files are evicted from the page cache; the residency left is recorded. The
     warm-up still runs then: it proves the data reads back right before anything is timed.
     """
-    passes = tqdm(range(repeats + warmup), desc=desc, disable=not progress, leave=False)
+    passes = tqdm(range(repeats + warmup), desc=desc, disable=not progress, leave=False, delay=2)
     results = []
     for i in passes:
         if warmup and i == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from .. import datasets
 from ..results import ResultWriter, summarize
@@ -80,3 +80,93 @@ def harness_check(config: dict, systems=("rocksdb", "localfs"), location: str = 
         with loaded_reader(system, location, dataset, config["format"], 1, progress=False) as reader:
             rows.append(harness_overhead(reader, Workload("random", k, 1, len(dataset), config["seed"])))
     return pd.DataFrame(rows)
+
+
+def figure(summary: pd.DataFrame, reference: pd.DataFrame):
+    """(top) random-k download time per location; (bottom) speed-up vs k=1, ours vs the paper's."""
+    import matplotlib.pyplot as plt
+
+    from .. import plots
+    from ..paper import SEED_003_MACHINE
+
+    locations = list(dict.fromkeys(summary.location))
+    systems = list(dict.fromkeys(summary.system))
+    colors = plots.palette(systems)
+    rand = summary[summary.access == "random"]
+    ks = sorted(rand.samples_per_request.unique())
+    fig, axes = plt.subplots(2, len(locations), figsize=(4.6 * len(locations), 8.5), squeeze=False)
+    for ax, location in zip(axes[0], locations):
+        plots.lines_with_ci(ax, rand[rand.location == location], "samples_per_request", "system", colors=colors)
+        plots.log2_x(ax, ks)
+        ax.set_yscale("log")
+        ax.set(title=f"random access, {location}", xlabel="samples per request (k)", ylabel="download time (s)")
+    axes[0][0].legend(fontsize=8)
+    main_location = "disk-warm" if "disk-warm" in locations else locations[0]
+    ours = rand[rand.location == main_location].copy()
+    first = ours[ours.samples_per_request == 1].set_index("system")["mean"]
+    ours["speedup"] = ours.system.map(first) / ours["mean"]
+    ax = axes[1][0]
+    for system, group in ours.groupby("system", sort=False):
+        ax.plot(group.samples_per_request, group.speedup, marker="o", color=colors[system], label=system)
+    plots.reference_lines(ax, reference, "samples_per_request", "speedup_vs_k1", "system",
+                          label="paper: {} (their hardware)")
+    plots.log2_x(ax, ks)
+    ax.set_yscale("log")
+    ax.set(title=f"speed-up over random k=1 ({main_location})", xlabel="samples per request (k)",
+           ylabel="speed-up (x)")
+    ax.legend(fontsize=7)
+    seq = summary[(summary.access != "random") & (summary.location == main_location)].copy()
+    seq["workload"] = seq.access.map({"sequential": "sequential, 1/request", "full": "full set, 1 request"})
+    ax = axes[1][1] if len(locations) > 1 else None
+    if ax is not None:
+        import seaborn as sns
+
+        sns.barplot(data=seq, x="system", y="mean", hue="workload", ax=ax)
+        ax.set(title=f"sequential vs full set ({main_location})", ylabel="download time (s)", xlabel="")
+        ax.tick_params(axis="x", rotation=30)
+        ax.set_yscale("log")
+    for extra in axes[1][2:]:
+        extra.axis("off")
+    versions = "; ".join(f"{s}: {' / '.join(dict.fromkeys(g))}"
+                         for s, g in summary.groupby("system", sort=False).system_version)
+    plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI. Versions: {versions}. "
+                        f"Dashed grey: seed 003 Table 5 ({SEED_003_MACHINE}).")
+    fig.tight_layout()
+    return fig
+
+
+def _num(value, spec: str, suffix: str = "") -> str:
+    return "n/a (not measured at this scale)" if pd.isna(value) else f"{value:{spec}}{suffix}"
+
+
+def findings(speed: pd.DataFrame):
+    """The paper's access-pattern findings next to ours, in numbers."""
+    from ..paper import ACCESS_PATTERN_FINDINGS as P
+    from ..reporting import Findings
+
+    main = speed[speed.location == "disk-warm"] if (speed.location == "disk-warm").any() else speed
+    lines = ["| system | random k=1 / seq-1 (paper 1.10) | k=4 speed-up (paper 2x) | k=256 speed-up (paper 10x) "
+             "| ours / paper at 256 | gains flatten after k (paper 16) |", "|---|---|---|---|---|---|"]
+    for _, r in main.iterrows():
+        s4, s256 = r.get("speedup_k4", float("nan")), r.get("speedup_k256", float("nan"))
+        lines.append(f"| {r.system} | {_num(r.random_penalty_k1, '.2f')} | {_num(s4, '.1f', 'x')} | "
+                     f"{_num(s256, '.1f', 'x')} | {_num(s256 / P['speedup_k256'], '.2f')} | {_num(r.flattens_at_k, '.0f')} |")
+    best = main.sort_values("speedup_k256", ascending=False).iloc[0]
+    worst = main.sort_values("speedup_k256").iloc[0]
+    headline = (f"Random batches of 256 vs one-by-one ({main.location.iloc[0]}): from {worst.speedup_k256:.1f}x "
+                f"({worst.system}) to {best.speedup_k256:.1f}x ({best.system}); the paper saw ~10x on "
+                f"Redis/MongoDB/Cassandra over a 1 GbE LAN.")
+    text = "\n".join([
+        "**Paper (seed 003, Sec 5.2):** random k=1 is ~10% slower than sequential; batching is 2x faster "
+        "at k=4 and 10x at k=256; gains slow down after k=16. Their systems were networked servers on a LAN, "
+        "where each request pays a round trip and server processing.",
+        "",
+        f"**Ours** ({main.location.iloc[0]}, this machine; embedded stores, no network):",
+        "",
+        *lines,
+        "",
+        "Where our speed-ups are far below 10x the store's per-request cost is already small (an embedded "
+        "library call), so batching has little to amortise; where they are far above (TileDB), the per-request "
+        "fixed cost (query set-up) dominates one-sample reads. Ratios are measured within one run.",
+    ])
+    return Findings(headline, text)

@@ -1,0 +1,35 @@
+# storebench: `make reproduce` regenerates every result; `make test` runs the test suite.
+SHELL := /bin/bash
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+export PATH := $(BIN):$(PATH)
+PYTEST_ARGS ?=
+
+.PHONY: help env data reproduce test lab lock clean
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+env:  ## system packages + venv with the locked Python deps (idempotent)
+	bash env/setup.sh
+
+data: env  ## obtain the raw datasets into data/ (checked against pinned SHA-256)
+	python -m storebench.datasets fetch mnist
+
+reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
+	dvc repro
+	@echo "open reports/index.html"
+
+test: data  ## the test suite (CI runs exactly this)
+	python -m pytest -q $(PYTEST_ARGS)
+
+lab: data  ## JupyterLab on the notebooks
+	jupyter lab --notebook-dir=notebooks
+
+lock:  ## re-pin env/requirements.lock from env/requirements.in
+	rm -rf /tmp/storebench-lock && python3 -m venv /tmp/storebench-lock
+	/tmp/storebench-lock/bin/pip install -q -r env/requirements.in
+	{ echo "# Exact Python dependencies (pip freeze of a venv built from env/requirements.in). Regenerate: make lock"; \
+	  /tmp/storebench-lock/bin/pip freeze; } > env/requirements.lock
+
+clean:  ## remove store data and server work dirs (not the caches, not reports)
+	rm -rf work /dev/shm/storebench-$$(id -u)

@@ -1,0 +1,59 @@
+"""Run an experiment notebook with papermill and render it to HTML (the DVC stages call this).
+
+    python -m storebench.notebooks access_pattern --scale smoke [--out-dir DIR] [-p key value]
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .paths import REPORTS_DIR, ROOT
+
+NOTEBOOKS_DIR = ROOT / "notebooks"
+KERNEL = "storebench"
+
+
+def run(name: str, scale: str, out_dir: Path = REPORTS_DIR, parameters: dict | None = None,
+        progress: bool = True) -> Path:
+    """Execute notebooks/<name>.ipynb into <out_dir>/notebooks/ and render <out_dir>/<name>.html."""
+    import papermill
+
+    source = NOTEBOOKS_DIR / f"{name}.ipynb"
+    if not source.exists():
+        known = ", ".join(sorted(p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb")))
+        raise ValueError(f"unknown notebook {name!r}; notebooks: {known}")
+    out_dir = Path(out_dir).resolve()
+    executed = out_dir / "notebooks" / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    params = {"scale": scale, **({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
+              **(parameters or {})}
+    papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
+                               cwd=str(NOTEBOOKS_DIR), progress_bar=progress)
+    return render_html(executed, out_dir / f"{name}.html")
+
+
+def render_html(notebook: Path, target: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m storebench.notebooks")
+    parser.add_argument("name")
+    parser.add_argument("--scale", default="small")
+    parser.add_argument("--out-dir", default=str(REPORTS_DIR))
+    parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                        help="extra notebook parameter (value parsed as YAML)")
+    args = parser.parse_args(argv)
+    import yaml
+
+    extra = {key: yaml.safe_load(value) for key, value in args.p}
+    print(run(args.name, args.scale, Path(args.out_dir), extra))
+
+
+if __name__ == "__main__":
+    main()

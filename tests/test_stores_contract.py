@@ -1,0 +1,119 @@
+"""The contract every bytes store keeps, run against each real system."""
+import numpy as np
+import pytest
+
+from storebench.stores import STORES, Store, get_store_class, open_store
+
+from conftest import value_for
+
+
+def test_put_get_round_trip(store):
+    store.put_many((k, value_for(k)) for k in range(50))
+    assert all(store.get(k) == value_for(k) for k in range(50))
+
+
+def test_get_many_keeps_request_order(store):
+    store.put_many((k, value_for(k)) for k in range(50))
+    keys = [42, 3, 17, 0, 49, 8]
+    assert store.get_many(keys) == [value_for(k) for k in keys]
+
+
+def test_scan_returns_everything_in_key_order(store):
+    keys = [5, 1, 30, 2]
+    store.put_many((k, value_for(k)) for k in keys)
+    assert list(store.scan()) == [(k, value_for(k)) for k in sorted(keys)]
+
+
+def test_empty_value(store):
+    store.put_many([(1, b"")])
+    assert store.get(1) == b""
+    assert store.get_many([1]) == [b""]
+
+
+def test_missing_keys_raise_key_error(store):
+    store.put_many([(1, b"x")])
+    with pytest.raises(KeyError):
+        store.get(2)
+    with pytest.raises(KeyError):
+        store.get_many([1, 2])
+
+
+def test_large_value(store):
+    big = np.random.default_rng(0).integers(0, 256, 8 << 20, dtype=np.uint8).tobytes()
+    store.put_many([(7, big)])
+    assert store.get(7) == big
+
+
+def test_overwrite(store):
+    store.put_many([(1, b"old")])
+    store.put_many([(1, b"new")])
+    assert store.get(1) == b"new"
+
+
+def test_clear_empties_and_store_stays_usable(store):
+    store.put_many((k, value_for(k)) for k in range(10))
+    store.clear()
+    assert list(store.scan()) == []
+    with pytest.raises(KeyError):
+        store.get(3)
+    store.put_many([(3, b"again")])
+    assert store.get(3) == b"again"
+
+
+def test_disk_usage_is_positive_and_says_how(store):
+    store.put_many((k, value_for(k, 4000)) for k in range(100))
+    usage = store.disk_usage()
+    assert usage.bytes > 0 and usage.how
+
+
+def test_data_survives_reopen(store):
+    store.put_many((k, value_for(k)) for k in range(20))
+    store.flush()
+    store.reopen()
+    assert store.get_many(list(range(20))) == [value_for(k) for k in range(20)]
+
+
+def test_capabilities_are_honest(store):
+    caps, cls = store.capabilities, type(store)
+    assert caps.native_multi_get == (cls.get_many is not Store.get_many)  # a native call, not the loop
+    assert not caps.in_memory_only and not caps.array_native
+    assert store.system_version()
+
+
+def test_negative_keys_are_refused(store):
+    with pytest.raises(KeyError):
+        store.get(-1)
+
+
+def test_unknown_store_lists_valid_ones():
+    with pytest.raises(ValueError, match="valid stores: localfs, rocksdb"):
+        open_store("cassandara", "/tmp/x")
+
+
+def test_registry_names_match_classes():
+    for name in STORES:
+        assert get_store_class(name).name == name
+
+
+# --- array-native layouts -------------------------------------------------------------------
+def test_array_store_reads_by_index(array_store, small_dataset):
+    array_store.write(small_dataset.images, small_dataset.labels)
+    idx = np.array([299, 0, 17, 17, 150])
+    images, labels = array_store.read(idx)
+    assert np.array_equal(images, small_dataset.images[idx]) and np.array_equal(labels, small_dataset.labels[idx])
+    images, labels = array_store.read_all()
+    assert np.array_equal(images, small_dataset.images) and np.array_equal(labels, small_dataset.labels)
+    assert array_store.disk_usage().bytes >= small_dataset.images.nbytes * 0.5
+
+
+def test_array_store_out_of_range(array_store, small_dataset):
+    array_store.write(small_dataset.images, small_dataset.labels)
+    with pytest.raises(IndexError):
+        array_store.read(np.array([300]))
+
+
+def test_array_store_survives_reopen(array_store, small_dataset):
+    array_store.write(small_dataset.images, small_dataset.labels)
+    array_store.reopen()
+    images, _ = array_store.read(np.arange(10))
+    assert np.array_equal(images, small_dataset.images[:10])
