@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from .paths import REPORTS_DIR, ROOT
@@ -27,8 +28,9 @@ def run(name: str, scale: str, out_dir: Path = REPORTS_DIR, parameters: dict | N
     executed.parent.mkdir(parents=True, exist_ok=True)
     params = {"scale": scale, **({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
               **(parameters or {})}
+    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if progress else {}  # live progress bars
     papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=progress)
+                               cwd=str(NOTEBOOKS_DIR), progress_bar=progress, **streams)
     return render_html(executed, out_dir / f"{name}.html")
 
 
