@@ -10,6 +10,7 @@ set -euo pipefail
 
 STOREBENCH_ENV_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 STOREBENCH_REPO="$(cd "$STOREBENCH_ENV_DIR/.." && pwd)"
+export STOREBENCH_REPO
 export STOREBENCH_CACHE="${STOREBENCH_CACHE:-$HOME/.cache/storebench}"
 export STOREBENCH_JOBS="${STOREBENCH_JOBS:-2}"
 mkdir -p "$STOREBENCH_CACHE/bin"
@@ -47,7 +48,8 @@ pkg_installed() {
 #   are missing or older than a day. Retries the install up to 3 times: some images delete
 #   downloaded .deb files after each dpkg run, which can make a large install fail with
 #   "cannot access archive"; the same install run again succeeds.
-_STOREBENCH_APT_UPDATED=${_STOREBENCH_APT_UPDATED:-0}
+_STOREBENCH_APT_UPDATED=0   # 1 once this process ran (or decided to skip) apt-get update
+_STOREBENCH_APT_DID_UPDATE=0
 apt_install() {
     local missing=() p
     for p in "$@"; do
@@ -60,10 +62,11 @@ apt_install() {
     command -v apt-get >/dev/null || die "apt-get not found: install ${missing[*]} with your system's package manager"
     if [ "$_STOREBENCH_APT_UPDATED" = 0 ]; then
         local lists
-        lists=$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null | head -n 1)
+        lists=$(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 2>/dev/null | head -n 1 || true)
         if [ -z "$lists" ]; then
             log "apt-get update"
             _sudo apt-get update -q || log "apt-get update failed; trying the install anyway"
+            _STOREBENCH_APT_DID_UPDATE=1
         fi
         _STOREBENCH_APT_UPDATED=1
     fi
@@ -84,6 +87,11 @@ apt_install() {
             rc=0
             break
         fi
+        if [ "$_STOREBENCH_APT_DID_UPDATE" = 0 ]; then
+            log "apt-get update (the package lists may be out of date)"
+            _sudo apt-get update -q || true
+            _STOREBENCH_APT_DID_UPDATE=1
+        fi
         sleep 2
     done
     [ "$own_policy" = 1 ] && rm -f "$policy"
@@ -91,15 +99,39 @@ apt_install() {
     log "installed: ${missing[*]}"
 }
 
-# require_go -> check that go >= 1.24 is on PATH, set up Go caches under the cache dir
-require_go() {
-    command -v go >/dev/null 2>&1 || die "the Go toolchain is missing: go >= 1.24 is needed to build this server (the project's Dockerfile installs it; or install it from your distribution / go.dev)"
+# Go toolchain pinned for building MinIO and FerretDB when the machine has no go >= 1.24.
+STOREBENCH_GO_TOOLCHAIN="${STOREBENCH_GO_TOOLCHAIN:-go1.24.13}"
+
+_go_minor() {  # prints the minor version of the go on PATH (e.g. 24), or 0
     local v
-    v=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
-    local major=${v%%.*} rest=${v#*.}
-    local minor=${rest%%.*}
-    if ! [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] || [ "$major" -lt 1 ] || { [ "$major" -eq 1 ] && [ "$minor" -lt 24 ]; }; then
-        die "go $v is too old (found at $(command -v go)): go >= 1.24 is needed (the project's Dockerfile provides it)"
+    v=$(go env GOVERSION 2>/dev/null | sed 's/^go//') || { echo 0; return; }
+    local rest=${v#1.}
+    [[ "$v" == 1.* && "${rest%%.*}" =~ ^[0-9]+$ ]] && echo "${rest%%.*}" || echo 0
+}
+
+# require_go -> make sure go >= 1.24 is on PATH, then set up Go caches under the cache dir.
+#   If the machine has none (Debian 12 ships 1.19), the official toolchain is fetched as the
+#   Go module golang.org/toolchain through the Go module proxy (as `GOTOOLCHAIN` does), using
+#   Debian's golang-go only as the bootstrap client.
+require_go() {
+    local dir="$STOREBENCH_CACHE/go-toolchain/$STOREBENCH_GO_TOOLCHAIN"
+    [ -x "$dir/bin/go" ] && export PATH="$dir/bin:$PATH"
+    if ! command -v go >/dev/null 2>&1 || [ "$(_go_minor)" -lt 24 ]; then
+        command -v go >/dev/null 2>&1 || apt_install golang-go ca-certificates
+        local arch module
+        arch=$(go env GOARCH)
+        module="golang.org/toolchain@v0.0.1-${STOREBENCH_GO_TOOLCHAIN}.linux-${arch}"
+        log "fetching the Go toolchain $module from the Go module proxy"
+        local json
+        json=$(cd "$(mktemp -d)" && GOFLAGS=-modcacherw GOMODCACHE="$STOREBENCH_CACHE/go-toolchain/mod" \
+            go mod download -json "$module") || die "could not fetch $module"
+        local src
+        src=$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+        [ -n "$src" ] && [ -d "$src" ] || die "go mod download gave no directory for $module"
+        mkdir -p "$(dirname "$dir")"
+        rm -rf "$dir" && cp -r "$src" "$dir" && chmod -R u+w "$dir" && chmod +x "$dir"/bin/* "$dir"/pkg/tool/*/*
+        export PATH="$dir/bin:$PATH"
+        [ "$(_go_minor)" -ge 24 ] || die "the fetched toolchain at $dir does not run"
     fi
     export GOPATH="$STOREBENCH_CACHE/go"
     export GOCACHE="$STOREBENCH_CACHE/go-build"

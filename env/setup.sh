@@ -38,6 +38,9 @@ else
     log "venv ready: $VENV"
 fi
 
+# The five servers (Redis, Cassandra, MinIO, FerretDB, Ceph) and `rados` in the venv.
+[ "${STOREBENCH_SKIP_SERVERS:-0}" = 1 ] || bash "$STOREBENCH_ENV_DIR/servers/install-all.sh" "$VENV"
+
 # DVC's cache lives beside the other caches, so fresh clones on this machine share it.
 if [ -d "$STOREBENCH_REPO/.dvc" ]; then
     (cd "$STOREBENCH_REPO" && "$VENV/bin/dvc" cache dir --local "$STOREBENCH_CACHE/dvc-cache")

@@ -1,3 +1,4 @@
+import itertools
 import os
 
 import numpy as np
@@ -8,6 +9,43 @@ from storebench.stores import STORES, get_store_class
 
 BYTE_STORES = [n for n in STORES if not get_store_class(n).capabilities.array_native]
 ARRAY_STORES = [n for n in STORES if get_store_class(n).capabilities.array_native]
+SERVER_STORES = [n for n in STORES if get_store_class(n).capabilities.has_server]
+_namespaces = itertools.count()
+
+
+class LocalServers:
+    """Real servers started once for the test session (default ports), stopped at its end."""
+
+    def __init__(self, workdir):
+        self.workdir, self.running = workdir, {}
+
+    def get(self, service: str, location: str = "disk"):
+        from storebench.services import local_service
+
+        if (service, location) not in self.running:
+            for key in [k for k in self.running if k[0] == service]:  # one instance per service (ports)
+                self.running.pop(key).stop()
+            self.running[(service, location)] = local_service(service, self.workdir, location).start()
+        return self.running[(service, location)]
+
+    def stop_all(self):
+        for svc in self.running.values():
+            svc.stop()
+
+
+@pytest.fixture(scope="session")
+def servers(tmp_path_factory):
+    pool = LocalServers(tmp_path_factory.mktemp("services"))
+    yield pool
+    pool.stop_all()
+
+
+def open_test_store(name, tmp_path, servers):
+    cls = get_store_class(name)
+    if not cls.capabilities.has_server:
+        return cls(tmp_path / name)
+    svc = servers.get(cls.service, "memory" if cls.capabilities.in_memory_only else "disk")
+    return cls(svc.endpoint(), namespace=f"test{next(_namespaces)}", service=svc)
 
 
 @pytest.fixture(scope="session")
@@ -24,10 +62,15 @@ def small_dataset():
     return datasets.synthetic(300)
 
 
-@pytest.fixture(params=BYTE_STORES)
+@pytest.fixture(params=[pytest.param(n, marks=pytest.mark.server) if n in SERVER_STORES else n for n in BYTE_STORES])
 def store(request, tmp_path):
-    with get_store_class(request.param)(tmp_path / request.param) as s:
+    s = open_test_store(request.param, tmp_path, request.getfixturevalue("servers")
+                        if request.param in SERVER_STORES else None)
+    try:
         yield s
+    finally:
+        s.clear()
+        s.close()
 
 
 @pytest.fixture(params=ARRAY_STORES)

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from storebench.stores import STORES, Store, get_store_class, open_store
+from storebench.stores.base import ServerStore
 
 from conftest import value_for
 
@@ -75,9 +76,20 @@ def test_data_survives_reopen(store):
 
 def test_capabilities_are_honest(store):
     caps, cls = store.capabilities, type(store)
-    assert caps.native_multi_get == (cls.get_many is not Store.get_many)  # a native call, not the loop
-    assert not caps.in_memory_only and not caps.array_native
+    # get_many is the base-class loop exactly when the store claims neither a native nor a concurrent batch
+    assert (caps.native_multi_get or caps.concurrent_multi_get) == (cls.get_many is not Store.get_many)
+    assert not (caps.native_multi_get and caps.concurrent_multi_get) and not caps.array_native
+    assert caps.has_server == isinstance(store, ServerStore)
     assert store.system_version()
+
+
+def test_in_memory_only_systems_refuse_disk_locations(store):
+    from storebench.systems import LocationNotSupported, open_system
+
+    if store.capabilities.in_memory_only:
+        with pytest.raises(LocationNotSupported, match="memory only"):
+            with open_system(store.name, "disk-warm"):
+                pass
 
 
 def test_negative_keys_are_refused(store):
@@ -86,7 +98,7 @@ def test_negative_keys_are_refused(store):
 
 
 def test_unknown_store_lists_valid_ones():
-    with pytest.raises(ValueError, match="valid stores: localfs, rocksdb"):
+    with pytest.raises(ValueError, match="valid stores: cassandra, .*localfs, .*rocksdb"):
         open_store("cassandara", "/tmp/x")
 
 

@@ -61,7 +61,17 @@ def experiment_schema() -> dict[str, tuple]:
         "samples_per_request": (list[int], _all_positive),
         "samples_per_object": (int, _positive),
         "overhead_samples_per_request": (int, _positive),
+        "endpoints": (dict, _valid_endpoints),
     }
+
+
+def _valid_endpoints(endpoints: dict):
+    from .services import LOCAL_SERVICES
+
+    unknown = sorted(set(endpoints) - set(LOCAL_SERVICES))
+    if unknown:
+        return f"names unknown service(s) {unknown}; valid: {', '.join(LOCAL_SERVICES)}"
+    return None
 
 
 def load_params(path: Path | str | None = None) -> dict:
@@ -89,7 +99,7 @@ def experiment_config(name: str, scale: str | None = None, params: dict | None =
     if name not in params:
         raise ParamsError(f"params.yaml has no section {name!r} (experiments: "
                           f"{', '.join(k for k, v in params.items() if isinstance(v, dict) and k != 'presets')})")
-    config = {"seed": params.get("seed", 0)}
+    config = {"seed": params.get("seed", 0), "endpoints": params.get("endpoints") or {}}
     config.update({k: v for k, v in preset.items() if not isinstance(v, dict)})
     config.update(_mapping(params, name))
     config.update(preset.get(name, {}))
@@ -113,7 +123,7 @@ def _origin(key, name, scale, preset, overrides) -> str:
         return f"presets.{scale}.{name}.{key}"
     if key in preset:
         return f"presets.{scale}.{key}"
-    return f"{name}.{key}" if key != "seed" else "seed"
+    return f"{name}.{key}" if key not in ("seed", "endpoints") else key
 
 
 def _check(config: dict, schema: dict, where: dict) -> None:
@@ -141,7 +151,7 @@ def _is(value: Any, expected) -> bool:
 def _type_name(expected) -> str:
     if getattr(expected, "__origin__", None) is list:
         return f"a non-empty list of {expected.__args__[0].__name__}"
-    return {int: "an integer", str: "a string", bool: "true or false"}.get(expected, expected.__name__)
+    return {int: "an integer", str: "a string", bool: "true or false", dict: "a mapping"}.get(expected, expected.__name__)
 
 
 def params_hash(fields: dict) -> str:

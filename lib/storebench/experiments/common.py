@@ -8,13 +8,16 @@ import pandas as pd
 
 from ..datasets import Dataset
 from ..formats import get_format
-from ..locations import store_root
 from ..readers import ArrayReader, NotSupported, ObjectReader
 from ..results import ResultWriter
-from ..stores import get_store_class
+from ..systems import ServicePool, open_system
 from ..stores.base import package_version
 from ..timing import measure
 from ..workloads import Workload
+
+
+class MeasurementFailed(RuntimeError):
+    """A system failed during a measurement; nothing of that run is recorded."""
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Run:
     """Everything one experiment run produced."""
     writer: ResultWriter
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def rows(self) -> pd.DataFrame:
@@ -38,19 +42,18 @@ class Run:
 
 @contextmanager
 def loaded_reader(system: str, location: str, dataset: Dataset, format: str, samples_per_object: int,
-                  progress: bool = True):
+                  progress: bool = True, services: ServicePool | None = None):
     """A reader over ``system`` at ``location`` holding ``dataset``; the store is emptied after."""
-    cls = get_store_class(system)
-    store = cls(store_root(system, location))
-    try:
-        if cls.capabilities.array_native:
-            reader = ArrayReader.ingest(store, dataset, progress=progress)
-        else:
-            reader = ObjectReader.ingest(store, dataset, get_format(format), samples_per_object, progress=progress)
-        yield reader
-    finally:
-        store.clear()
-        store.close()
+    with open_system(system, location, services) as store:
+        try:
+            if store.capabilities.array_native:
+                reader = ArrayReader.ingest(store, dataset, progress=progress)
+            else:
+                reader = ObjectReader.ingest(store, dataset, get_format(format), samples_per_object,
+                                             progress=progress)
+            yield reader
+        finally:
+            store.clear()
 
 
 def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats: int, dataset: str,
@@ -63,6 +66,9 @@ def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats
     except NotSupported as why:
         run.skipped.append(Skipped(store.name, location, workload.label, str(why)))
         return False
+    except Exception as error:
+        raise MeasurementFailed(f"{store.name} failed during {workload.label} at {location}: "
+                                f"{type(error).__name__}: {error}. No result of this run was recorded.") from error
     run.writer.add(passes, system=store.name, dataset=dataset,
                    format="array" if store.capabilities.array_native else format,
                    samples_per_object=workload.samples_per_object,

@@ -17,6 +17,12 @@ STORES: dict[str, str] = {
     "tiledb-array": "storebench.stores.tiledb:TileDBArrayStore",
     "tensorstore": "storebench.stores.tensorstore:TensorStoreKvStore",
     "tensorstore-zarr": "storebench.stores.tensorstore:TensorStoreZarrStore",
+    "redis": "storebench.stores.redis:RedisStore",
+    "mongodb-api": "storebench.stores.mongodb:MongoDBStore",
+    "cassandra": "storebench.stores.cassandra:CassandraStore",
+    "cassandra-async": "storebench.stores.cassandra:CassandraAsyncStore",
+    "minio": "storebench.stores.minio:MinioStore",
+    "ceph": "storebench.stores.ceph:CephStore",
 }
 
 

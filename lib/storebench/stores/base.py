@@ -23,6 +23,7 @@ class Capabilities:
     in_memory_only: bool  # the system keeps data only in RAM (no disk location)
     array_native: bool = False  # stores decoded tensors, read by index (see ArrayStore)
     has_server: bool = False  # a networked server (see storebench.services)
+    concurrent_multi_get: bool = False  # no multi-read in the system: get_many overlaps single reads
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,36 @@ class Store(ABC):
 
     def __exit__(self, *exc):
         self.close()
+
+
+class StoreConnectionError(ConnectionError):
+    """Cannot reach or log in to a storage system; the message names it and the endpoint."""
+
+
+class ServerStore(Store):
+    """A store whose data lives in a networked server (local or external endpoint).
+
+    ``endpoint`` is what storebench.services gives (or what params.yaml names for an external
+    system). ``service`` is the LocalService when storebench started the server itself: only
+    then can it flush the server's files and evict them from the page cache.
+    """
+
+    service: ClassVar[str]  # name in storebench.services.LOCAL_SERVICES
+
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None):
+        self.endpoint, self.namespace, self.local = endpoint, namespace, service
+        self.root = Path(service.data_dir) if service is not None else None
+
+    def files(self):
+        if self.root is None:
+            raise NotImplementedError(f"{self.name}: the files of an external server cannot be evicted from here")
+        return super().files()
+
+    def _all_found(self, keys, values):
+        for key, value in zip(keys, values):
+            if value is None:
+                raise KeyError(key)
+        return values
 
 
 class ArrayStore(ABC):

@@ -1,0 +1,44 @@
+"""Real servers run locally for the benchmarks: Redis, Cassandra, MinIO, FerretDB, Ceph.
+
+    from storebench.services import local_service
+    with local_service("redis", workdir, "memory") as svc:
+        ep = svc.endpoint()        # host, port, password, ...
+
+Install them first with ``env/servers/install-all.sh``. CLI:
+``python -m storebench.services {start,stop,status,version} SYSTEM [--location memory|disk]``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .base import LocalService, ServiceError, default_workdir
+from .cassandra import CassandraService
+from .ceph import CephService
+from .ferretdb import FerretDBService
+from .minio import MinioService
+from .redis import RedisService
+
+LOCAL_SERVICES: dict[str, type[LocalService]] = {
+    "redis": RedisService,
+    "cassandra": CassandraService,
+    "minio": MinioService,
+    "mongodb-ferretdb": FerretDBService,
+    "ceph": CephService,
+}
+
+# Names also accepted by local_service() (and the CLI) for convenience.
+ALIASES = {"ferretdb": "mongodb-ferretdb", "mongodb": "mongodb-ferretdb", "rados": "ceph", "s3": "minio"}
+
+
+def local_service(system: str, workdir: Path | str | None = None, location: str = "disk",
+                  port: int | None = None) -> LocalService:
+    """A (not yet started) LocalService for ``system``; ``workdir`` defaults to
+    ``<repo>/work/services`` (``$STOREBENCH_WORK/services``)."""
+    name = ALIASES.get(system, system)
+    if name not in LOCAL_SERVICES:
+        raise ValueError(f"unknown local service {system!r}; valid: {', '.join(LOCAL_SERVICES)}")
+    return LOCAL_SERVICES[name](Path(workdir) if workdir is not None else default_workdir(), location, port)
+
+
+__all__ = ["LOCAL_SERVICES", "LocalService", "ServiceError", "local_service", "default_workdir",
+           "RedisService", "CassandraService", "MinioService", "FerretDBService", "CephService"]

@@ -1,0 +1,115 @@
+"""Apache Cassandra: one row per object in ``(id bigint PRIMARY KEY, value blob)``.
+
+Two batch reads, which behave very differently and are registered as two systems:
+- ``cassandra``: ``SELECT ... WHERE id IN ?`` (the seed's, Table 3): one request, but the
+  coordinator fans it out to each partition and answers when the slowest is done;
+- ``cassandra-async``: one prepared single-partition SELECT per key, all in flight at once
+  (``execute_concurrent``), the approach the driver's authors recommend.
+The table's compression setting is part of the system version string.
+"""
+from __future__ import annotations
+
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.policies import DCAwareRoundRobinPolicy
+
+from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+
+
+class CassandraStore(ServerStore):
+    name = "cassandra"
+    capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False, has_server=True)
+    client_package = "cassandra-driver"
+    service = "cassandra"
+    concurrency = 0  # 0: WHERE id IN ?; >0: that many single-key reads in flight
+
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None,
+                 compression: str = "LZ4Compressor", keyspace: str = "storebench"):
+        super().__init__(endpoint, namespace, service)
+        self.table, self.keyspace, self.compression = namespace.replace("-", "_"), keyspace, compression
+        auth = None
+        if endpoint.get("username"):
+            from cassandra.auth import PlainTextAuthProvider
+            auth = PlainTextAuthProvider(endpoint["username"], endpoint["password"])
+        profile = ExecutionProfile(request_timeout=60,
+                                   load_balancing_policy=DCAwareRoundRobinPolicy(endpoint.get("local_dc", "datacenter1")))
+        self.cluster = Cluster(endpoint["contact_points"], port=endpoint.get("port", 9042), auth_provider=auth,
+                               execution_profiles={EXEC_PROFILE_DEFAULT: profile}, protocol_version=5)
+        try:
+            self.session = self.cluster.connect()
+        except NoHostAvailable as error:
+            raise StoreConnectionError(f"cassandra at {endpoint['contact_points']}:{endpoint.get('port', 9042)}: "
+                                       f"cannot connect or log in ({error})") from None
+        self._create()
+
+    def _create(self):
+        self.session.execute(f"CREATE KEYSPACE IF NOT EXISTS {self.keyspace} WITH replication = "
+                             "{'class': 'SimpleStrategy', 'replication_factor': 1}")
+        compression = f"{{'class': '{self.compression}'}}" if self.compression else "{'enabled': 'false'}"
+        self.session.execute(f"CREATE TABLE IF NOT EXISTS {self.keyspace}.{self.table} "
+                             f"(id bigint PRIMARY KEY, value blob) WITH compression = {compression}")
+        q = f"{self.keyspace}.{self.table}"
+        self.insert = self.session.prepare(f"INSERT INTO {q} (id, value) VALUES (?, ?)")
+        self.select_one = self.session.prepare(f"SELECT value FROM {q} WHERE id = ?")
+        self.select_in = self.session.prepare(f"SELECT id, value FROM {q} WHERE id IN ?")
+        self.select_all = f"SELECT id, value FROM {q}"
+
+    def put_many(self, items):
+        rows = [(check_key(k), v) for k, v in items]
+        execute_concurrent_with_args(self.session, self.insert, rows, concurrency=64, raise_on_first_error=True)
+
+    def get(self, key):
+        row = self.session.execute(self.select_one, (check_key(key),)).one()
+        if row is None:
+            raise KeyError(key)
+        return row.value
+
+    def get_many(self, keys):
+        ids = [check_key(k) for k in keys]
+        if self.concurrency:
+            results = execute_concurrent_with_args(self.session, self.select_one, [(i,) for i in ids],
+                                                   concurrency=self.concurrency, raise_on_first_error=True)
+            rows = [result.one() for _, result in results]
+            values = [row.value if row is not None else None for row in rows]
+        else:
+            found = {row.id: row.value for row in self.session.execute(self.select_in, (ids,))}
+            values = [found.get(i) for i in ids]
+        return self._all_found(keys, values)
+
+    def scan(self):
+        rows = {row.id: row.value for row in self.session.execute(self.select_all)}  # token order -> sort
+        for key in sorted(rows):
+            yield key, rows[key]
+
+    def clear(self):
+        self.session.execute(f"TRUNCATE {self.keyspace}.{self.table}")
+
+    def flush(self):
+        if self.local is not None:
+            self.local.nodetool("flush", self.keyspace, self.table)
+
+    def files(self):
+        return [p for p in super().files() if f"/{self.keyspace}/" in str(p)]
+
+    def disk_usage(self):
+        if self.local is None:
+            raise NotImplementedError("cassandra: disk usage of an external cluster needs nodetool on its nodes")
+        self.flush()
+        stats = self.local.nodetool("tablestats", f"{self.keyspace}.{self.table}")
+        for line in stats.splitlines():
+            if "Space used (live):" in line:
+                return DiskUsage(int(line.split(":")[1].strip()),
+                                 f"nodetool tablestats 'Space used (live)' after flush; compression {self.compression or 'off'}")
+        raise RuntimeError(f"cassandra: no 'Space used (live)' in nodetool tablestats:\n{stats}")
+
+    def close(self):
+        self.cluster.shutdown()
+
+    def system_version(self):
+        release = self.session.execute("SELECT release_version FROM system.local").one().release_version
+        return f"Cassandra {release} (compression {self.compression or 'off'})"
+
+
+class CassandraAsyncStore(CassandraStore):
+    name = "cassandra-async"
+    concurrency = 64

@@ -1,0 +1,124 @@
+"""Ceph RADOS: one object per key in a pool, read with librados.
+
+A batch is every ``aio_read`` in flight at once, then awaited (RADOS has no multi-object read;
+async reads are how its clients overlap requests).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import rados
+
+from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+
+_READ_SIZE = 1 << 20  # first read asks for this much; larger objects are read on in chunks
+
+
+def _name(key) -> str:
+    return f"{check_key(key):012d}"
+
+
+class CephStore(ServerStore):
+    name = "ceph"
+    capabilities = Capabilities(native_multi_get=False, full_scan=False, in_memory_only=False,
+                                concurrent_multi_get=True, has_server=True)
+    client_package = "rados"
+    service = "ceph"
+
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None):
+        super().__init__(endpoint, namespace, service)
+        self.cluster = rados.Rados(conffile=endpoint["conffile"], name=endpoint.get("name", "client.admin"),
+                                   conf={"keyring": endpoint["keyring"]} if endpoint.get("keyring") else {})
+        try:
+            self.cluster.connect(timeout=30)
+        except (rados.PermissionDeniedError, rados.Error) as error:
+            kind = "authentication failed" if isinstance(error, rados.PermissionDeniedError) else "cannot connect"
+            raise StoreConnectionError(f"ceph at {endpoint.get('mon_host', endpoint['conffile'])}: {kind} "
+                                       f"({error}); check conffile and keyring") from None
+        self.pool = endpoint["pool"]
+        if not self.cluster.pool_exists(self.pool):
+            self.cluster.create_pool(self.pool)
+        self.ioctx = self.cluster.open_ioctx(self.pool)
+        self.ioctx.set_namespace(namespace)
+
+    def put_many(self, items):
+        completions = [self.ioctx.aio_write_full(_name(k), v) for k, v in items]
+        for c in completions:
+            c.wait_for_complete()
+            if c.get_return_value() < 0:
+                raise OSError(-c.get_return_value(), "ceph: aio_write_full failed")
+
+    def _read_rest(self, name: str, head: bytes) -> bytes:
+        parts = [head]
+        while len(parts[-1]) == _READ_SIZE:
+            parts.append(self.ioctx.read(name, _READ_SIZE, sum(len(p) for p in parts)))
+        return b"".join(parts)
+
+    def get(self, key):
+        name = _name(key)
+        try:
+            return self._read_rest(name, self.ioctx.read(name, _READ_SIZE, 0))
+        except rados.ObjectNotFound:
+            raise KeyError(key) from None
+
+    def get_many(self, keys):
+        names = [_name(k) for k in keys]
+        results: dict[int, bytes | None] = {}
+        done = threading.Event()
+        pending = [len(names)]
+        lock = threading.Lock()
+
+        def finished(i):
+            def callback(completion, data):
+                length = completion.get_return_value()  # bytes read; python-rados hands a 0-byte read
+                results[i] = data[:length] if length >= 0 else None  # the whole zeroed buffer
+
+                with lock:
+                    pending[0] -= 1
+                    if pending[0] == 0:
+                        done.set()
+            return callback
+
+        if not names:
+            return []
+        completions = [self.ioctx.aio_read(n, _READ_SIZE, 0, finished(i)) for i, n in enumerate(names)]
+        done.wait()
+        for c in completions:
+            c.wait_for_complete_and_cb()
+        values = [results.get(i) for i in range(len(names))]
+        self._all_found(keys, values)
+        return [self._read_rest(n, v) if len(v) == _READ_SIZE else v for n, v in zip(names, values)]
+
+    def scan(self):
+        keys = sorted(int(o.key) for o in self.ioctx.list_objects())
+        yield from zip(keys, self.get_many(keys))
+
+    def clear(self):
+        for obj in list(self.ioctx.list_objects()):
+            self.ioctx.remove_object(obj.key)
+
+    def disk_usage(self, settle_seconds: float = 60):
+        """Pool statistics reach the monitors a few seconds after writes: wait until they count
+        at least this namespace's objects and stop changing."""
+        expected = sum(1 for _ in self.ioctx.list_objects())
+        deadline, last = time.monotonic() + settle_seconds, None
+        while True:
+            stats = self.ioctx.get_stats()
+            current = (stats["num_objects"], stats["num_bytes"])
+            if stats["num_objects"] >= expected and current == last or time.monotonic() > deadline:
+                break
+            last = current
+            time.sleep(2)
+        settled = "" if stats["num_objects"] >= expected else f", NOT settled after {settle_seconds:.0f} s"
+        return DiskUsage(int(stats["num_bytes"]),
+                         f"RADOS pool '{self.pool}' stats num_bytes (all namespaces{settled})")
+
+    def close(self):
+        self.ioctx.close()
+        self.cluster.shutdown()
+
+    def system_version(self):
+        version = self.local.version() if self.local is not None else self.cluster.version()
+        objectstore = self.endpoint.get("objectstore", "")
+        return f"Ceph {version}" + (f" ({objectstore})" if objectstore else "")

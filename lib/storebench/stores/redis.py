@@ -1,0 +1,109 @@
+"""Redis, in the seed's layout: one hash per dataset, a field per object.
+
+``get_many`` is HMGET (the seed's batch read, Table 3). Alternatives, for comparison:
+``read="pipeline"`` sends one HGET per key in one pipeline (one round trip, per-key
+commands), and ``layout="keys"`` stores plain keys read with MGET (no hash: each object is a
+top-level key, which Redis Cluster could spread across shards; a hash cannot be split).
+"""
+from __future__ import annotations
+
+import redis
+
+from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+
+
+class RedisStore(ServerStore):
+    name = "redis"
+    capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=True, has_server=True)
+    client_package = "redis"
+    service = "redis"
+
+    def __init__(self, endpoint: dict, namespace: str = "storebench", read: str = "hmget", layout: str = "hash",
+                 service=None):
+        super().__init__(endpoint, namespace, service)
+        if read not in ("hmget", "pipeline") or layout not in ("hash", "keys"):
+            raise ValueError("RedisStore: read must be 'hmget' or 'pipeline', layout 'hash' or 'keys'")
+        self.read, self.layout = read, layout
+        self.client = redis.Redis.from_url(endpoint["url"]) if "url" in endpoint else redis.Redis(
+            host=endpoint["host"], port=endpoint["port"], password=endpoint.get("password"))
+        try:
+            self.client.ping()  # fail here, clearly, on a wrong password or a dead server
+        except redis.AuthenticationError as error:
+            raise StoreConnectionError(f"redis at {self._where()}: authentication failed ({error}); "
+                                       "check the password in the endpoint") from None
+        except redis.ConnectionError as error:
+            raise StoreConnectionError(f"redis at {self._where()}: cannot connect ({error})") from None
+
+    def _where(self) -> str:
+        ep = self.endpoint
+        return ep.get("url", "").split("@")[-1] or f"{ep.get('host')}:{ep.get('port')}"
+
+    def _field(self, key) -> str:
+        return str(check_key(key))
+
+    def _plain(self, key) -> str:
+        return f"{self.namespace}:{check_key(key)}"
+
+    def put_many(self, items):
+        pipe = self.client.pipeline(transaction=False)
+        for i, (key, value) in enumerate(items, 1):
+            if self.layout == "hash":
+                pipe.hset(self.namespace, self._field(key), value)
+            else:
+                pipe.set(self._plain(key), value)
+            if i % 1000 == 0:
+                pipe.execute()
+        pipe.execute()
+
+    def get(self, key):
+        value = (self.client.hget(self.namespace, self._field(key)) if self.layout == "hash"
+                 else self.client.get(self._plain(key)))
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def get_many(self, keys):
+        if self.layout == "keys":
+            values = self.client.mget([self._plain(k) for k in keys])
+        elif self.read == "pipeline":
+            pipe = self.client.pipeline(transaction=False)
+            for k in keys:
+                pipe.hget(self.namespace, self._field(k))
+            values = pipe.execute()
+        else:
+            values = self.client.hmget(self.namespace, [self._field(k) for k in keys])
+        return self._all_found(keys, values)
+
+    def scan(self):
+        if self.layout == "hash":
+            everything = self.client.hgetall(self.namespace)  # the seed's "full set" request
+            for key in sorted(int(f) for f in everything):
+                yield key, everything[str(key).encode()]
+        else:
+            keys = sorted(int(k.rsplit(b":", 1)[1]) for k in self.client.scan_iter(f"{self.namespace}:*"))
+            yield from zip(keys, self.get_many(keys)) if keys else ()
+
+    def clear(self):
+        if self.layout == "hash":
+            self.client.delete(self.namespace)
+        else:
+            for chunk in _chunks(list(self.client.scan_iter(f"{self.namespace}:*")), 1000):
+                self.client.delete(*chunk)
+
+    def disk_usage(self):
+        if self.layout == "hash":
+            used = self.client.memory_usage(self.namespace, samples=0) or 0
+            return DiskUsage(int(used), "Redis MEMORY USAGE of the dataset's hash (RAM; Redis keeps data in memory)")
+        used = sum(self.client.memory_usage(k, samples=0) or 0 for k in self.client.scan_iter(f"{self.namespace}:*"))
+        return DiskUsage(int(used), "sum of Redis MEMORY USAGE over the dataset's keys (RAM)")
+
+    def close(self):
+        self.client.close()
+
+    def system_version(self):
+        return f"Redis {self.client.info('server')['redis_version']}"
+
+
+def _chunks(items, size):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

@@ -1,0 +1,74 @@
+"""Faults made real, seen from the stores and experiments (server start-up faults: test_services.py)."""
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from storebench import datasets
+from storebench.experiments.common import MeasurementFailed, Run, loaded_reader, measure_into
+from storebench.formats import get_format
+from storebench.readers import ObjectReader
+from storebench.results import ResultWriter
+from storebench.services import local_service
+from storebench.stores import get_store_class
+from storebench.stores.base import StoreConnectionError
+from storebench.workloads import Workload
+
+pytestmark = pytest.mark.server
+FAULT_PORT = {"redis": 6390, "minio": 9090}  # own instances, apart from the session's servers
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    with local_service("redis", tmp_path, "memory", port=FAULT_PORT["redis"]) as svc:
+        yield svc
+
+
+def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_path):
+    store = get_store_class("redis")(own_redis.endpoint(), namespace="fault", service=own_redis)
+    data = datasets.synthetic(2000)
+    reader = ObjectReader.ingest(store, data, get_format("pickle"), 1, progress=False)
+    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    pid = own_redis.pids()[0]
+    killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
+    killer.start()
+    try:
+        with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 .*No result"):
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+                         dataset="synthetic", format="pickle", scale="smoke", seed=0)
+    finally:
+        killer.cancel()
+    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+
+
+def test_wrong_redis_password_is_an_authentication_error(own_redis):
+    endpoint = {**own_redis.endpoint(), "password": "not-the-password"}
+    endpoint.pop("url")
+    with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6390: authentication failed"):
+        get_store_class("redis")(endpoint)
+
+
+def test_wrong_minio_secret_is_an_authentication_error(tmp_path):
+    with local_service("minio", tmp_path, "disk", port=FAULT_PORT["minio"]) as svc:
+        endpoint = {**svc.endpoint(), "secret_key": "wrong-secret-key"}
+        with pytest.raises(StoreConnectionError, match="minio at 127.0.0.1:9090: authentication failed"):
+            get_store_class("minio")(endpoint)
+
+
+def test_unreachable_server_is_a_clear_connection_error():
+    with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6391: cannot connect"):
+        get_store_class("redis")({"host": "127.0.0.1", "port": 6391, "password": "x"})
+
+
+def test_killed_server_in_an_experiment_stops_the_experiment(tmp_path, monkeypatch):
+    """Through the experiment code path: the first failing system ends the run; no CSV appears."""
+    from storebench.experiments import access_pattern
+
+    config = {"dataset": "synthetic", "n_samples": 500, "format": "pickle", "systems": ["redis"],
+              "locations": ["memory"], "samples_per_request": [1], "repeats": 1, "seed": 0, "scale": "smoke",
+              "endpoints": {"redis": {"host": "127.0.0.1", "port": 6393, "password": "x"}}}
+    with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6393"):
+        access_pattern.run(config, out_dir=tmp_path, progress=False)
+    assert not (tmp_path / "access_pattern.csv").exists()
