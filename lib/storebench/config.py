@@ -54,15 +54,49 @@ def experiment_schema() -> dict[str, tuple]:
 
     return {
         **GLOBAL_SCHEMA,
-        "dataset": (str, None),
+        "dataset": (str, _choices(_dataset_names())),
+        "datasets": (list[str], _choices(_dataset_names())),
         "format": (str, _choices(FORMATS)),
+        "formats": (list[str], _choices(FORMATS)),
         "systems": (list[str], _choices(STORES)),
         "locations": (list[str], _choices(LOCATIONS)),
         "samples_per_request": (list[int], _all_positive),
-        "samples_per_object": (int, _positive),
+        "samples_per_object": (list[int], _all_positive),
+        "shuffles": (list[str], _choices({"random", "random-objects"})),
         "overhead_samples_per_request": (int, _positive),
         "endpoints": (dict, _valid_endpoints),
+        # training (seed 003 Sec 5.5)
+        "batch_sizes": (list[int], _all_positive),
+        "workers": (list[int], _all_non_negative),
+        "loaders": (list[str], _choices(TRAINING_LOADERS)),
+        "epoch_samples": (int, _positive),
+        "emulated_compute_s": (list, _non_negative_numbers),
+        "emulated_batch_sizes": (list[int], _all_positive),
+        "learning_rate": (float, _positive_number),
+        "torch_threads": (int, _positive),
     }
+
+
+TRAINING_LOADERS = ("per-sample", "batched")  # = storebench.loaders.LOADERS (not imported: torch is heavy)
+
+
+def _all_non_negative(v):
+    return "values must be >= 0" if any(x < 0 for x in v) else None
+
+
+def _non_negative_numbers(v):
+    ok = v and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in v)
+    return None if ok else "must be a non-empty list of numbers >= 0 (seconds; 0 = the real model step)"
+
+
+def _positive_number(v):
+    return None if v > 0 else "must be > 0"
+
+
+def _dataset_names():
+    from .datasets import RAW_LOADERS
+
+    return {*RAW_LOADERS, "synthetic"}
 
 
 def _valid_endpoints(endpoints: dict):

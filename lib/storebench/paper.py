@@ -36,6 +36,23 @@ TABLE4 = {
     ("cassandra", "raw", "full"): (45, 46, 47),
 }
 
+# Table 6: CIFAR-10 download time (s), pickle unless noted; (system, format, access) -> memory, ssd, disk
+TABLE6 = {
+    ("localfs", "pickle", "sequential-1"): (1.4, 7, 19),
+    ("minio", "pickle", "sequential-1"): (138, 156, 198),
+    ("ceph", "pickle", "sequential-1"): (57, 69, 105),
+    ("redis", "pickle", "sequential-1"): (28, None, None),
+    ("redis", "pickle", "full"): (8, None, None),
+    ("mongodb", "raw", "sequential-1"): (80, 88, 87),
+    ("mongodb", "raw", "full"): (23, 30, 31),
+    ("cassandra", "pickle", "sequential-1"): (96, 108, 115),
+    ("cassandra", "pickle", "full"): (20, 20, 21),
+    ("cassandra", "blob", "sequential-1"): (97, 104, 113),
+    ("cassandra", "blob", "full"): (12.5, 14, 15),
+    ("cassandra", "raw", "sequential-1"): (330, 350, 375),
+    ("cassandra", "raw", "full"): (132, 142, 139),
+}
+
 # Sec 5.2 text: random k=1 is ~10% slower than sequential; 2x faster at k=4, 10x at k=256;
 # gains slow down after k=16.
 ACCESS_PATTERN_FINDINGS = {"random_penalty_k1": 1.10, "speedup_k4": 2.0, "speedup_k256": 10.0, "flattens_at_k": 16}
@@ -51,8 +68,16 @@ def table5() -> pd.DataFrame:
 
 
 def table4() -> pd.DataFrame:
+    return _location_table(TABLE4)
+
+
+def table6() -> pd.DataFrame:
+    return _location_table(TABLE6)
+
+
+def _location_table(table: dict) -> pd.DataFrame:
     rows = []
-    for (system, fmt, access), values in TABLE4.items():
+    for (system, fmt, access), values in table.items():
         for location, seconds in zip(("memory", "ssd", "disk"), values):
             if seconds is not None:
                 rows.append({"system": system, "format": fmt, "access": access, "location": location,

@@ -31,6 +31,21 @@ def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", 
                     color=(colors or {}).get(key))
 
 
+def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
+                 hue_order=None) -> None:
+    """Bars of ``y`` per ``x`` group, one colour per ``hue``, with 95% CI error bars."""
+    groups = list(dict.fromkeys(frame[x]))
+    hues = [h for h in (hue_order or dict.fromkeys(frame[hue])) if h in set(frame[hue])]
+    width = 0.8 / max(len(hues), 1)
+    for i, (h, color) in enumerate(zip(hues, sns.color_palette("colorblind", len(hues)))):
+        part = frame[frame[hue] == h].set_index(x)
+        xs = [g + (i - (len(hues) - 1) / 2) * width for g, name in enumerate(groups) if name in part.index]
+        names = [name for name in groups if name in part.index]
+        ax.bar(xs, part.loc[names, y], width, yerr=part.loc[names, err].fillna(0), capsize=2, label=h, color=color)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.legend(fontsize=8)
+
+
 def reference_lines(ax, frame: pd.DataFrame, x: str, y: str, hue: str, label: str = "paper: {}") -> None:
     """The seed's published values, dashed grey, labelled as theirs."""
     markers = ["x", "+", "1", "2", "3"]

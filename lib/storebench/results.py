@@ -98,6 +98,14 @@ class ResultWriter:
         return path
 
 
+def write_table(frame: pd.DataFrame, name: str, out_dir: Path = REPORTS_DIR) -> Path:
+    """A side table of an experiment (e.g. disk usage), with the machine's provenance columns."""
+    path = Path(out_dir) / f"{name}.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame.assign(**machine()).to_csv(path, index=False)
+    return path
+
+
 def _run_id(fields: dict) -> str:
     parts = [fields["system"], fields["format"], f"spo{fields['samples_per_object']}", fields["access"],
              f"k{fields['samples_per_request']}", fields["location"]]

@@ -4,7 +4,9 @@ Access patterns of seed 003 (Sec 4.4):
 - ``sequential``: samples in index order, ``samples_per_request`` per request (1 = "Seq, 1");
 - ``full``: the whole dataset in one request ("Seq, Full");
 - ``random``: sample indices shuffled with a fixed numpy seed, then sliced into requests of
-  ``samples_per_request`` (mini-batch SGD).
+  ``samples_per_request`` (mini-batch SGD);
+- ``random-objects``: the objects shuffled instead, their samples kept together (what coarse
+  objects force on a loader that fetches whole objects: shard-level shuffling).
 
 A request names the samples the client needs and the objects it must fetch to get them.
 When objects hold several samples, a request may fetch bytes it does not need: the plan
@@ -18,7 +20,7 @@ import numpy as np
 
 from .formats import n_objects
 
-ACCESS_PATTERNS = ("sequential", "full", "random")
+ACCESS_PATTERNS = ("sequential", "full", "random", "random-objects")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,10 @@ class Workload:
         order = np.arange(self.n_samples)
         if self.access == "random":
             np.random.default_rng(self.seed).shuffle(order)
+        elif self.access == "random-objects":
+            objects = np.random.default_rng(self.seed).permutation(self.n_objects())
+            starts = objects * self.samples_per_object
+            order = np.concatenate([np.arange(s, min(s + self.samples_per_object, self.n_samples)) for s in starts])
         return order
 
     def requests(self) -> list[Request]:

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from .. import datasets
 from ..results import ResultWriter, summarize
 from ..workloads import Workload
-from ..systems import LocationNotSupported, ServicePool
-from .common import Run, Skipped, loaded_reader, measure_into
+from .common import Run, has_server, loaded_reader, number, sweep
 
 EXPERIMENT = "access_pattern"
 
@@ -23,42 +21,11 @@ def workloads(config: dict, n_samples: int) -> list[Workload]:
 
 
 def run(config: dict, out_dir=None, progress: bool = True) -> Run:
-    dataset = datasets.load(config["dataset"], config["n_samples"])
-    writer = ResultWriter(EXPERIMENT, **({"out_dir": out_dir} if out_dir else {}))
-    run = Run(writer)
-    plan = workloads(config, len(dataset))
-    combos = system_locations(config["systems"], config["locations"], run)
-    with ServicePool(config["endpoints"]) as services:
-        for location, system in tqdm(combos, desc=EXPERIMENT, unit="system", disable=not progress):
-            try:
-                with loaded_reader(system, location, dataset, config["format"], 1, progress=progress,
-                                   services=services) as reader:
-                    for workload in plan:
-                        measure_into(run, reader, workload, location=location, repeats=config["repeats"],
-                                     dataset=config["dataset"], format=config["format"], scale=config["scale"],
-                                     seed=config["seed"], warmup=config.get("warmup", True))
-            except LocationNotSupported as why:
-                run.skipped.append(Skipped(system, location, "every workload", str(why)))
-    writer.write()
+    run = Run(ResultWriter(EXPERIMENT, **({"out_dir": out_dir} if out_dir else {})))
+    sweep(run, config, datasets=[config["dataset"]], formats=[config["format"]], samples_per_object=[1],
+          plan=lambda n, spo: workloads(config, n), progress=progress)
+    run.writer.write()
     return run
-
-
-def system_locations(systems, locations, run: Run) -> list[tuple[str, str]]:
-    """(location, system) pairs to measure, location-major so each server starts once per location.
-    A memory-only system (Redis) asked for a disk location is measured in memory instead, as the
-    paper did, and the substitution is noted."""
-    from ..stores import get_store_class
-
-    pairs = []
-    for location in locations:
-        for system in systems:
-            where = location
-            if get_store_class(system).capabilities.in_memory_only and location != "memory":
-                run.notes.append(f"{system} keeps its data in memory only: asked for {location}, measured at memory")
-                where = "memory"
-            if (where, system) not in pairs:
-                pairs.append((where, system))
-    return sorted(pairs, key=lambda p: locations.index(p[0]) if p[0] in locations else -1)
 
 
 def speedups(summary: pd.DataFrame) -> pd.DataFrame:
@@ -159,22 +126,12 @@ def figure(summary: pd.DataFrame, reference: pd.DataFrame):
     return fig
 
 
-def _has_server(system: str) -> bool:
-    from ..stores import get_store_class
-
-    return get_store_class(system).capabilities.has_server
-
-
 def _range_sentence(label: str, rows: pd.DataFrame) -> str:
     if rows.empty or rows.speedup_k256.isna().all():
         return ""
     lo, hi = rows.loc[rows.speedup_k256.idxmin()], rows.loc[rows.speedup_k256.idxmax()]
     return (f"{label}: k=256 is {lo.speedup_k256:.1f}x ({lo.system}) to {hi.speedup_k256:.1f}x ({hi.system}) "
             f"faster than k=1, i.e. {lo.speedup_k256 / 10:.2f} to {hi.speedup_k256 / 10:.2f} times the paper's 10x.")
-
-
-def _num(value, spec: str, suffix: str = "") -> str:
-    return "n/a (not measured at this scale)" if pd.isna(value) else f"{value:{spec}}{suffix}"
 
 
 def findings(speed: pd.DataFrame):
@@ -187,15 +144,15 @@ def findings(speed: pd.DataFrame):
              "| ours / paper at 256 | gains flatten after k (paper 16) |", "|---|---|---|---|---|---|"]
     for _, r in main.iterrows():
         s4, s256 = r.get("speedup_k4", float("nan")), r.get("speedup_k256", float("nan"))
-        lines.append(f"| {r.system} | {_num(r.random_penalty_k1, '.2f')} | {_num(s4, '.1f', 'x')} | "
-                     f"{_num(s256, '.1f', 'x')} | {_num(s256 / P['speedup_k256'], '.2f')} | {_num(r.flattens_at_k, '.0f')} |")
+        lines.append(f"| {r.system} | {number(r.random_penalty_k1, '.2f')} | {number(s4, '.1f', 'x')} | "
+                     f"{number(s256, '.1f', 'x')} | {number(s256 / P['speedup_k256'], '.2f')} | {number(r.flattens_at_k, '.0f')} |")
     best = main.sort_values("speedup_k256", ascending=False).iloc[0]
     worst = main.sort_values("speedup_k256").iloc[0]
     headline = (f"Random batches of 256 vs one-by-one ({main.location.iloc[0]}): from {worst.speedup_k256:.1f}x "
                 f"({worst.system}) to {best.speedup_k256:.1f}x ({best.system}); the paper saw ~10x on "
                 f"Redis/MongoDB/Cassandra over a 1 GbE LAN.")
-    servers = main[main.system.map(_has_server)]
-    embedded = main[~main.system.map(_has_server)]
+    servers = main[main.system.map(has_server)]
+    embedded = main[~main.system.map(has_server)]
     text = "\n".join([
         "**Paper (seed 003, Sec 5.2):** random k=1 is ~10% slower than sequential; batching is 2x faster "
         "at k=4 and 10x at k=256; gains slow down after k=16. Their systems were networked servers on a LAN, "
