@@ -1,5 +1,5 @@
 # storebench in a container: the same env/ scripts as on a host, nothing new.
-#   podman build --isolation chroot -t storebench .
+#   podman build --isolation chroot -t storebench .      (behind a TLS-intercepting proxy: see env/ca/)
 #   podman --runtime runc run --rm --shm-size=4g -v ../shared/datasets:/datasets:ro storebench make test
 # (--shm-size: the `memory` location lives on /dev/shm; /datasets: the offline CIFAR-10 mirror)
 FROM debian:bookworm
@@ -8,9 +8,11 @@ ENV DEBIAN_FRONTEND=noninteractive \
     STOREBENCH_CACHE=/root/.cache/storebench \
     STOREBENCH_DATASETS_MIRROR=/datasets \
     LANG=C.UTF-8
-# make and python3 to run env/setup.sh; it installs everything else it needs.
+# make and python3 to run env/setup.sh; it installs everything else it needs. env/ca/: extra CA
+# certificates for networks that intercept TLS (git-ignored; see env/ca/README.md).
+COPY env/ca/ /usr/local/share/ca-certificates/
 RUN apt-get update && apt-get install -y --no-install-recommends make python3 python3-venv ca-certificates git \
-    && rm -rf /var/lib/apt/lists/*
+    && update-ca-certificates && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /storebench
 # The servers first (slowest layer, changes least): Redis, Cassandra, MinIO, FerretDB, Ceph.

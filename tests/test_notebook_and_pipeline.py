@@ -30,7 +30,7 @@ def check_access_pattern_results(csv: Path, scale: str):
     assert len(cold) and (cold.resident_fraction < 0.5).all()
 
 
-NOTEBOOKS = ["access_pattern", "location", "format", "granularity"]
+NOTEBOOKS = ["access_pattern", "location", "format", "granularity", "training"]
 
 
 def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:

@@ -24,7 +24,7 @@ ROW_COLUMNS = [
     "location", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
     "wall_seconds", "client_cpu_seconds", "client_peak_rss_bytes", "resident_fraction", "verified",
     "system_version", "client_version", "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",
-    "run_id", "scale",
+    "run_id", "scale", "load_avg_1m",
 ]
 KEY_COLUMNS = ["experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request",
                "access", "location"]
@@ -69,6 +69,7 @@ def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset
             "resident_fraction": p.resident_fraction, "verified": True,
             "system_version": system_version, "client_version": client_version,
             **machine(), "params_hash": params_hash(workload), "run_id": run_id, "scale": scale,
+            "load_avg_1m": os.getloadavg()[0],  # how busy the machine was (2 cores shared with servers)
         })
     return rows
 

@@ -69,7 +69,7 @@ def harness_check(config: dict, systems=("rocksdb", "localfs"), location: str = 
     rows = []
     for system in systems:
         with loaded_reader(system, location, dataset, config["format"], 1, progress=False) as reader:
-            rows.append(harness_overhead(reader, Workload("random", k, 1, len(dataset), config["seed"])))
+            rows.append(harness_overhead(reader, Workload("random", k, 1, len(dataset), config["seed"]), rounds=31))
     return pd.DataFrame(rows)
 
 
