@@ -67,6 +67,16 @@ def test_disk_usage_is_positive_and_says_how(store):
     assert usage.bytes > 0 and usage.how
 
 
+def test_disk_usage_follows_the_data_not_its_history(store):
+    """After clear and a smaller dataset, the usage shrinks: it measures what is stored now."""
+    store.put_many((k, value_for(k, 40_000)) for k in range(20))
+    big = store.disk_usage().bytes
+    store.clear()
+    store.put_many((k, value_for(k, 100)) for k in range(20))
+    small = store.disk_usage().bytes
+    assert 0 < small < big, (small, big)
+
+
 def test_data_survives_reopen(store):
     store.put_many((k, value_for(k)) for k in range(20))
     store.flush()

@@ -81,11 +81,13 @@ class MinioStore(ServerStore):
         for error in self.client.remove_objects(self.bucket, names):
             raise RuntimeError(f"minio: could not delete {error.name}: {error.message}")
 
+    def files(self):
+        return [p for p in (self.root / self.bucket).rglob("*") if p.is_file()] if self.root is not None else super().files()
+
     def disk_usage(self):
         if self.root is not None:
-            self.flush()
             return DiskUsage(sum(p.stat().st_blocks * 512 for p in self.files()),
-                             "allocated blocks of MinIO's data directory (objects + xl.meta)")
+                             "allocated blocks of the bucket's directory in MinIO's data dir (objects + xl.meta)")
         total = sum(o.size for o in self.client.list_objects(self.bucket))
         return DiskUsage(total, "sum of object sizes from S3 ListObjects")
 

@@ -65,11 +65,11 @@ class MongoDBStore(ServerStore):
         self.collection.drop()
 
     def disk_usage(self):
-        if self.root is not None and self.local.system == "mongodb-ferretdb":
-            return DiskUsage(sum(p.stat().st_size for p in self.files()),
-                             "size of FerretDB's SQLite database files")
+        """collStats of this collection: pages it holds plus its indexes (the SQLite file itself
+        never shrinks after a drop, so its size would count earlier datasets too)."""
         stats = self.db.command("collStats", self.namespace)
-        return DiskUsage(int(stats.get("storageSize", 0)), "collStats storageSize")
+        total = stats.get("totalSize", stats.get("storageSize", 0) + stats.get("totalIndexSize", 0))
+        return DiskUsage(int(total), "collStats totalSize (collection storage + indexes)")
 
     def close(self):
         self.client.close()
