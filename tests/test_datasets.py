@@ -29,7 +29,7 @@ def test_missing_dataset_says_how_to_get_it(tmp_path):
 
 
 def test_unknown_dataset_lists_valid_ones():
-    with pytest.raises(ValueError, match="valid datasets: mnist"):
+    with pytest.raises(ValueError, match="valid datasets: cifar10, mnist"):
         datasets.load("imagenet")
 
 
