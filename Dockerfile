@@ -26,6 +26,9 @@ COPY pyproject.toml README.md ./
 COPY lib/ lib/
 RUN bash env/setup.sh
 COPY . .
+# Store and server data on the host's file system, not the image's overlay (page-cache eviction
+# for disk-cold needs a real file system under the files).
+VOLUME /storebench/work
 RUN git config --global --add safe.directory /storebench && (git rev-parse HEAD >/dev/null 2>&1 || \
     (git init -q && git add -A && git -c user.name=storebench -c user.email=storebench@localhost commit -qm image))
 

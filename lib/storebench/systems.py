@@ -76,6 +76,7 @@ class ServicePool:
                 del self.running[key]
         if (service, where) not in self.running:
             svc = local_service(service, self.workdir, where)
+            svc.wipe()  # experiments ingest afresh: never inherit a crashed or older run's server state
             self.stack.enter_context(svc)
             self.running[(service, where)] = svc
         svc = self.running[(service, where)]

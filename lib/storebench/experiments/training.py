@@ -427,7 +427,8 @@ def findings(summary: pd.DataFrame, local: str = "localfs", remote: str = "redis
     small = [b for b in batch if b <= 4]
     lo, hi = PAPER["remote_vs_local_large_batch"]
     lines = []
-    headline = "training: no local/remote pair measured"
+    headline = (f"training: no local/remote pair measured (the paper saw a remote store take {lo}-{hi}x "
+                f"the local time at large batches)")
     if has_ratio:
         per = ratio[(ratio.loader == "per-sample")].dropna(subset=["remote_vs_local"])
         big = per[per.batch_size.isin(large)]

@@ -6,7 +6,6 @@ async reads are how its clients overlap requests).
 from __future__ import annotations
 
 import threading
-import time
 
 import rados
 
@@ -98,21 +97,11 @@ class CephStore(ServerStore):
         for obj in list(self.ioctx.list_objects()):
             self.ioctx.remove_object(obj.key)
 
-    def disk_usage(self, settle_seconds: float = 60):
-        """Pool statistics reach the monitors a few seconds after writes: wait until they count
-        at least this namespace's objects and stop changing."""
-        expected = sum(1 for _ in self.ioctx.list_objects())
-        deadline, last = time.monotonic() + settle_seconds, None
-        while True:
-            stats = self.ioctx.get_stats()
-            current = (stats["num_objects"], stats["num_bytes"])
-            if stats["num_objects"] >= expected and current == last or time.monotonic() > deadline:
-                break
-            last = current
-            time.sleep(2)
-        settled = "" if stats["num_objects"] >= expected else f", NOT settled after {settle_seconds:.0f} s"
-        return DiskUsage(int(stats["num_bytes"]),
-                         f"RADOS pool '{self.pool}' stats num_bytes (all namespaces{settled})")
+    def disk_usage(self):
+        """Bytes of this namespace's objects as RADOS reports them (stat per object). Pool statistics
+        would include other namespaces and reach the monitors only seconds after a write or delete."""
+        total = sum(self.ioctx.stat(obj.key)[0] for obj in self.ioctx.list_objects())
+        return DiskUsage(int(total), "sum of RADOS object sizes (stat), logical bytes before BlueStore allocation")
 
     def close(self):
         self.ioctx.close()
