@@ -30,7 +30,7 @@ def check_access_pattern_results(csv: Path, scale: str):
     assert len(cold) and (cold.resident_fraction < 0.5).all()
 
 
-NOTEBOOKS = ["access_pattern", "location", "format", "granularity", "training"]
+NOTEBOOKS = ["access_pattern", "location", "format", "granularity", "breakdown", "training"]
 
 
 def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
@@ -83,6 +83,21 @@ def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert (whole.bytes == whole.needed_bytes).all()
 
 
+def test_breakdown_notebook_at_smoke_scale(prepared_mnist, tmp_path):
+    notebooks.run("breakdown", "smoke", out_dir=tmp_path, progress=False)
+    rows = check_report(tmp_path, "breakdown")
+    config = yaml.safe_load((ROOT / "params.yaml").read_text())
+    servers = set(config["presets"]["smoke"]["breakdown"]["systems"])
+    placed = rows[rows.network != "local"]
+    assert set(placed.system) == servers and set(rows[rows.network == "local"].system) == {"localfs"}
+    assert set(placed.network) == {"same namespace", "veth", "veth, tbf 1gbit"}
+    assert (placed.groupby(["system", "network"]).repeat.nunique() == config["presets"]["smoke"]["repeats"]).all()
+    page = (tmp_path / "breakdown.html").read_text()
+    assert "rate 1Gbit" in page and "server processing" in page
+    assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+                if ns.startswith("sb")], "the notebook left its network namespace behind"
+
+
 def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     copy = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
@@ -96,6 +111,7 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     params["scale"] = "smoke"
     for name in NOTEBOOKS:  # the notebook tests cover every system; here the DVC wiring is under test
         params["presets"]["smoke"].setdefault(name, {})["systems"] = ["localfs", "rocksdb"]
+    params["presets"]["smoke"]["breakdown"]["systems"] = ["redis"]  # it places servers only
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "STOREBENCH_ROOT": str(copy), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("STOREBENCH_PREPARED", None)

@@ -74,6 +74,9 @@ def experiment_schema() -> dict[str, tuple]:
         "emulated_batch_sizes": (list[int], _all_positive),
         "learning_rate": (float, _positive_number),
         "torch_threads": (int, _positive),
+        # breakdown (seed 003 Fig 3)
+        "link_rates": (list[str], _link_rates),
+        "local_read_locations": (list[str], _choices(LOCATIONS)),
     }
 
 
@@ -87,6 +90,18 @@ def _all_non_negative(v):
 def _non_negative_numbers(v):
     ok = v and all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in v)
     return None if ok else "must be a non-empty list of numbers >= 0 (seconds; 0 = the real model step)"
+
+
+def _link_rates(v):
+    from .netns import bits_per_second
+
+    for rate in v:
+        if rate != "unshaped":
+            try:
+                bits_per_second(rate)
+            except ValueError as error:
+                return f"{error} (or 'unshaped')"
+    return None
 
 
 def _positive_number(v):

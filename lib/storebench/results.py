@@ -21,13 +21,17 @@ from .timing import PassResult, mean_ci
 
 ROW_COLUMNS = [
     "experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request", "access",
-    "location", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
+    "location", "network", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
     "wall_seconds", "client_cpu_seconds", "client_peak_rss_bytes", "resident_fraction", "verified",
     "system_version", "client_version", "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",
     "run_id", "scale", "load_avg_1m",
 ]
 KEY_COLUMNS = ["experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request",
-               "access", "location"]
+               "access", "location", "network"]
+# ``network``: where the client sits. LOCAL_NETWORK is every experiment's default (embedded
+# store, or a server on this machine's loopback); the breakdown experiment adds a client in the
+# server's own network namespace and one across a veth pair (storebench.netns).
+LOCAL_NETWORK = "local"
 
 
 @lru_cache(maxsize=1)
@@ -54,14 +58,15 @@ def git_revision() -> str:
 
 def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset: str, format: str,
               samples_per_object: int, samples_per_request: int, access: str, location: str, n_samples: int,
-              system_version: str, client_version: str, run_id: str, scale: str, seed: int) -> list[dict]:
+              system_version: str, client_version: str, run_id: str, scale: str, seed: int,
+              network: str = LOCAL_NETWORK) -> list[dict]:
     workload = dict(experiment=experiment, system=system, dataset=dataset, format=format,
                     samples_per_object=samples_per_object, samples_per_request=samples_per_request,
                     access=access, location=location, n_samples=n_samples, seed=seed)
     rows = []
     for p in passes:
         rows.append({
-            **{k: v for k, v in workload.items() if k != "seed"},
+            **{k: v for k, v in workload.items() if k != "seed"}, "network": network,
             "repeat": p.repeat, "n_requests": len(p.events), "bytes": int(p.events.bytes.sum()),
             "needed_bytes": int(p.events.needed_bytes.sum()), "seconds": p.seconds,
             "decode_seconds": p.decode_seconds, "wall_seconds": p.wall_seconds,
@@ -110,6 +115,8 @@ def write_table(frame: pd.DataFrame, name: str, out_dir: Path = REPORTS_DIR) -> 
 def _run_id(fields: dict) -> str:
     parts = [fields["system"], fields["format"], f"spo{fields['samples_per_object']}", fields["access"],
              f"k{fields['samples_per_request']}", fields["location"]]
+    if fields.get("network", LOCAL_NETWORK) != LOCAL_NETWORK:
+        parts.append(fields["network"].replace(" ", "-"))
     return "_".join(str(p) for p in parts)
 
 

@@ -54,11 +54,14 @@ def _expand(text: str) -> str:
 
 
 class ServicePool:
-    """Local servers started on demand, one per (service, location), stopped on close."""
+    """Local servers started on demand, one per (service, location), stopped on close.
+    With ``hop`` (a storebench.netns.NetworkHop) they run inside its namespace, bound to its
+    server address, instead of on 127.0.0.1."""
 
-    def __init__(self, endpoints: dict | None = None, workdir: Path | None = None):
+    def __init__(self, endpoints: dict | None = None, workdir: Path | None = None, hop=None):
         self.endpoints = endpoints or {}
         self.workdir = workdir
+        self.hop = hop
         self.running: dict[tuple[str, str], object] = {}
         self.stack = ExitStack()
 
@@ -75,7 +78,8 @@ class ServicePool:
                 svc.stop()
                 del self.running[key]
         if (service, where) not in self.running:
-            svc = local_service(service, self.workdir, where)
+            placed = {"host": self.hop.server_address, "netns": self.hop.namespace} if self.hop else {}
+            svc = local_service(service, self.workdir, where, **placed)
             svc.wipe()  # experiments ingest afresh: never inherit a crashed or older run's server state
             self.stack.enter_context(svc)
             self.running[(service, where)] = svc

@@ -11,7 +11,7 @@ from tqdm import tqdm
 from ..datasets import Dataset
 from ..formats import get_format
 from ..readers import ArrayReader, NotSupported, ObjectReader
-from ..results import ResultWriter
+from ..results import LOCAL_NETWORK, ResultWriter
 from ..stores import get_store_class
 from ..systems import LocationNotSupported, ServicePool, open_system
 from ..stores.base import package_version
@@ -70,16 +70,28 @@ def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats
         run.skipped.append(Skipped(store.name, location, workload.label, str(why)))
         return False
     except Exception as error:
-        raise MeasurementFailed(f"{store.name} failed during {workload.label} at {location}: "
-                                f"{type(error).__name__}: {error}. No result of this run was recorded.") from error
+        raise failure(store.name, workload, location, error) from error
+    record(run, reader, workload, passes, location=location, dataset=dataset, format=format, scale=scale, seed=seed)
+    return True
+
+
+def failure(system: str, workload: Workload, location: str, error: BaseException) -> MeasurementFailed:
+    return MeasurementFailed(f"{system} failed during {workload.label} at {location}: "
+                             f"{type(error).__name__}: {error}. No result of this run was recorded.")
+
+
+def record(run: Run, reader, workload: Workload, passes, *, location: str, dataset: str, format: str, scale: str,
+           seed: int, network: str = LOCAL_NETWORK) -> None:
+    """Add measured passes to ``run`` with their workload, versions and ``network`` (where the client sat)."""
+    store = reader.store
     run.writer.add(passes, system=store.name, dataset=dataset,
                    format="array" if store.capabilities.array_native else format,
                    samples_per_object=workload.samples_per_object,
                    samples_per_request=workload.samples_per_request, access=workload.access,
-                   location=location, n_samples=workload.n_samples, system_version=store.system_version(),
+                   location=location, network=network, n_samples=workload.n_samples,
+                   system_version=store.system_version(),
                    client_version=f"{store.client_package} {package_version(store.client_package)}",
                    scale=scale, seed=seed)
-    return True
 
 
 def system_locations(systems, locations, run: Run) -> list[tuple[str, str]]:

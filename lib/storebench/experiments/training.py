@@ -31,7 +31,7 @@ from .. import datasets
 from ..config import params_hash
 from ..formats import get_format
 from ..readers import ObjectReader, VerificationError
-from ..results import ROW_COLUMNS, ResultWriter, machine
+from ..results import LOCAL_NETWORK, ROW_COLUMNS, ResultWriter, machine
 from ..stores.base import package_version
 from ..systems import LocationNotSupported, ServicePool, open_system
 from ..timing import mean_ci
@@ -257,7 +257,8 @@ def _row(point, epoch: Epoch, batches, reader: ObjectReader, config, location, r
     return {
         "experiment": EXPERIMENT, "dataset": config["dataset"], "format": config["format"],
         "samples_per_object": spo, "samples_per_request": point["batch_size"], "access": "random",
-        "location": location, "repeat": repeat, "n_samples": epoch_samples, "n_requests": requests,
+        "location": location, "network": LOCAL_NETWORK, "repeat": repeat, "n_samples": epoch_samples,
+        "n_requests": requests,
         "bytes": int(reader.sizes[read].sum()),
         "needed_bytes": int(round(float(reader.sizes[[i // spo for b in batches for i in b]].sum()) / spo)),
         "seconds": epoch.seconds, "decode_seconds": float("nan"), "wall_seconds": epoch.seconds,
@@ -354,11 +355,13 @@ def figure(summary: pd.DataFrame):
     colors = dict(zip(workers, sns.color_palette("colorblind", len(workers))))
     styles = {"per-sample": "-", "batched": "--"}
     batch = sorted(summary.batch_size.unique())
-    panels = max(len(systems), 2)
-    fig, axes = plt.subplots(2, panels, figsize=(4.8 * panels, 8.5), squeeze=False)
+    columns = min(max(len(systems), 2), 3)
+    rows = -(-len(systems) // columns)
+    fig, axes = plt.subplots(rows + 1, columns, figsize=(4.8 * columns, 4.25 * (rows + 1)), squeeze=False)
+    system_axes = axes[:rows].ravel()
     shared_y = (real.epoch_mean.min() * 0.8, (real.epoch_mean + real.epoch_ci95.fillna(0)).max() * 1.2) \
         if len(real) else None
-    for ax, system in zip(axes[0], systems):
+    for ax, system in zip(system_axes, systems):
         group = real[real.system == system]
         for (loader, w), g in group.groupby(["loader", "workers"], sort=False):
             g = g.sort_values("batch_size")
@@ -372,10 +375,10 @@ def figure(summary: pd.DataFrame):
         ax.set(title=f"{system} ({where}): end-to-end epoch, LeNet-5", xlabel="batch size (samples)",
                ylabel="epoch time (s)")
         ax.legend(fontsize=7)
-    for extra in axes[0][len(systems):]:
+    for extra in system_axes[len(systems):]:
         extra.axis("off")
     ratio = ratios(real)
-    ax = axes[1][0]
+    ax = axes[rows][0]
     if "remote_vs_local" in ratio:
         for (loader, w), g in ratio.dropna(subset=["remote_vs_local"]).groupby(["loader", "workers"], sort=False):
             ax.plot(g.batch_size, g.remote_vs_local, marker="o", linestyle=styles.get(loader, ":"), color=colors[w],
@@ -391,8 +394,8 @@ def figure(summary: pd.DataFrame):
         ax.legend(fontsize=7, loc="upper left")
     else:
         ax.axis("off")
-    ax = axes[1][1]
-    util = summary.copy()
+    ax = axes[rows][1]
+    util = summary[summary.system.isin(["localfs", "redis"])].copy()  # the paper's pair; every system: the table
     util["setting"] = [f"{s}, {lo}" + (f", {c * 1e3:g} ms/batch emulated" if c else "")
                        for s, lo, c in zip(util.system, util.loader, util.emulated_compute_s)]
     top = util[util.workers == max(workers)]
@@ -405,7 +408,7 @@ def figure(summary: pd.DataFrame):
     ax.set(title=f"utilisation (compute / time, step 0 excluded), {max(workers)} workers",
            xlabel="batch size (samples)", ylabel="utilisation")
     ax.legend(fontsize=7)
-    for extra in axes[1][2:]:
+    for extra in axes[rows][2:]:
         extra.axis("off")
     versions = "; ".join(f"{s}: {v}" for s, v in summary.groupby("system", sort=False).system_version.first().items())
     plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI; solid = per-sample __getitem__ (one get per "

@@ -31,13 +31,15 @@ ALIASES = {"ferretdb": "mongodb-ferretdb", "mongodb": "mongodb-ferretdb", "rados
 
 
 def local_service(system: str, workdir: Path | str | None = None, location: str = "disk",
-                  port: int | None = None) -> LocalService:
+                  port: int | None = None, host: str = "127.0.0.1", netns: str | None = None) -> LocalService:
     """A (not yet started) LocalService for ``system``; ``workdir`` defaults to
-    ``<repo>/work/services`` (``$STOREBENCH_WORK/services``)."""
+    ``<repo>/work/services`` (``$STOREBENCH_WORK/services``). ``host``/``netns``: bind that
+    address inside that network namespace (see storebench.netns) instead of 127.0.0.1 here."""
     name = ALIASES.get(system, system)
     if name not in LOCAL_SERVICES:
         raise ValueError(f"unknown local service {system!r}; valid: {', '.join(LOCAL_SERVICES)}")
-    return LOCAL_SERVICES[name](Path(workdir) if workdir is not None else default_workdir(), location, port)
+    workdir = Path(workdir) if workdir is not None else default_workdir()
+    return LOCAL_SERVICES[name](workdir, location, port, host=host, netns=netns)
 
 
 __all__ = ["LOCAL_SERVICES", "LocalService", "ServiceError", "local_service", "default_workdir",

@@ -8,7 +8,9 @@ Layout under a work dir (e.g. ``<repo>/work/services``, git-ignored)::
     <workdir>/<system>/data-<port>/             data dir for location "disk"
     /dev/shm/storebench-<uid>/services-<hash>/<system>-<port>/   data dir for location "memory"
 
-Servers run in their own sessions (process groups), bound to 127.0.0.1. A server started by
+Servers run in their own sessions (process groups), bound to 127.0.0.1, or to the address
+``host`` inside a network namespace ``netns`` that the caller created (storebench.netns: the
+breakdown experiment's network hop). A server started by
 this Python process is stopped when the process exits (atexit), on SIGTERM, and (Linux,
 started from the main thread) when the process dies (PR_SET_PDEATHSIG), unless it was started
 with ``start(detach=True)`` (what ``python -m storebench.services start`` does).
@@ -244,7 +246,8 @@ class LocalService:
     stop_timeout: float = 30.0        # seconds between SIGTERM and SIGKILL
     probe_interval: float = 0.1
 
-    def __init__(self, workdir: Path | str, location: str = "disk", port: int | None = None):
+    def __init__(self, workdir: Path | str, location: str = "disk", port: int | None = None,
+                 host: str = "127.0.0.1", netns: str | None = None):
         if location.startswith("disk"):  # accept storebench's "disk-warm"/"disk-cold" too
             location = "disk"
         if location not in LOCATIONS:
@@ -252,6 +255,8 @@ class LocalService:
         self.workdir = Path(workdir).resolve()
         self.location = location
         self.port = int(port) if port is not None else self.default_port
+        self.host = host    # the address the server binds and clients connect to
+        self.netns = netns  # a network namespace to run the server processes in (None: this one)
         self.dir = self.workdir / self.system
         self.name = f"{self.system}-{self.port}"
         self.pidfile = self.dir / f"{self.name}.pid"
@@ -318,6 +323,16 @@ class LocalService:
         lf = log_file or self.log_file
         return ServiceError(self.system, problem, lf, hint, self._log_offsets.get(lf, 0))
 
+    def _built_binary(self, name: str) -> str:
+        """A server binary the install script built into the cache (else one on PATH)."""
+        path = cache_dir() / "bin" / name
+        if path.exists():
+            return str(path)
+        found = shutil.which(name)
+        if not found:
+            raise self._missing(f"{path}")
+        return found
+
     def _missing(self, what: str) -> ServiceError:
         return ServiceError(self.system, f"{what} not found: the server is not installed",
                             hint=install_hint(self.install_script))
@@ -343,6 +358,7 @@ class LocalService:
             out.flush()
             die_with_parent = (not self._detached and _prctl is not None
                                and threading.current_thread() is threading.main_thread())
+            cmd = self._in_netns(cmd)
             try:
                 proc = subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
@@ -355,6 +371,10 @@ class LocalService:
         self._procs.append((label, proc, log_file))
         self._write_pidfile()
         return proc
+
+    def _in_netns(self, cmd: list[str]) -> list[str]:
+        """``cmd`` run in the server's network namespace (``ip netns exec`` execs it: same PID)."""
+        return ["ip", "netns", "exec", self.netns, *cmd] if self.netns else cmd
 
     def _run(self, cmd: list[str], timeout: float = 60, env: dict | None = None,
              check: bool = True, input: bytes | None = None,
@@ -503,11 +523,11 @@ class LocalService:
             log.warning(msg)
             self.pidfile.unlink(missing_ok=True)
             self._after_crash()
-        for port in self._ports():
-            if port_in_use(port):
+        for port in self._ports() if self.netns is None else ():  # a new namespace has no listeners
+            if port_in_use(port, self.host):
                 size = self.log_file.stat().st_size if self.log_file.exists() else 0
                 raise ServiceError(
-                    self.system, f"port {port} on 127.0.0.1 is already in use by {port_owner(port)}",
+                    self.system, f"port {port} on {self.host} is already in use by {port_owner(port)}",
                     self.log_file, hint="stop that process, or choose another port (port=... / --port)",
                     log_offset=size)
         self.data_dir.mkdir(parents=True, exist_ok=True)

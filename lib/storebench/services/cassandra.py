@@ -1,6 +1,6 @@
 """Apache Cassandra 5.0 from Maven Central jars (install-cassandra.sh), run with Java 17.
 
-Single node on 127.0.0.1; no authentication (AllowAllAuthenticator, see
+Single node on 127.0.0.1 (or ``host`` in a namespace); no authentication (AllowAllAuthenticator, see
 env/conf/cassandra.yaml.in). Ports: native (CQL) ``port`` (9042), storage ``7000 + (port -
 9042)``, JMX ``7199 + (port - 9042)``. Heap: ``STOREBENCH_CASSANDRA_HEAP`` (default 1G).
 """
@@ -36,8 +36,9 @@ class CassandraService(LocalService):
     stop_timeout = 60.0
     probe_interval = 0.25
 
-    def __init__(self, workdir, location: str = "disk", port: int | None = None, heap: str | None = None):
-        super().__init__(workdir, location, port)
+    def __init__(self, workdir, location: str = "disk", port: int | None = None, host: str = "127.0.0.1",
+                 netns: str | None = None, heap: str | None = None):
+        super().__init__(workdir, location, port, host, netns)
         self.heap = heap or os.environ.get("STOREBENCH_CASSANDRA_HEAP", "1G")
         self.storage_port = 7000 + (self.port - 9042)
         self.jmx_port = 7199 + (self.port - 9042)
@@ -75,7 +76,7 @@ class CassandraService(LocalService):
     def _launch(self) -> None:
         self.conf.mkdir(parents=True, exist_ok=True)
         (self.conf / "cassandra.yaml").write_text(render_template(conf_dir() / "cassandra.yaml.in", {
-            "DATA_DIR": self.data_dir, "ADDRESS": "127.0.0.1", "STORAGE_PORT": self.storage_port,
+            "DATA_DIR": self.data_dir, "ADDRESS": self.host, "STORAGE_PORT": self.storage_port,
             "NATIVE_PORT": self.port,
         }))
         shutil.copyfile(conf_dir() / "logback.xml", self.conf / "logback.xml")
@@ -91,7 +92,7 @@ class CassandraService(LocalService):
             f"-Dcassandra.storagedir={self.data_dir}",
             f"-Dcassandra.logdir={self.dir / 'logs'}",
             f"-Dcassandra.jmx.local.port={self.jmx_port}",
-            "-Djava.rmi.server.hostname=127.0.0.1",
+            "-Djava.rmi.server.hostname=127.0.0.1"  # JMX is local-only: nodetool runs beside it,
             "-Dcassandra-foreground=yes",
             # Single node: no need to wait for gossip/ring settling (else a fresh node idles 30 s).
             "-Dcassandra.ring_delay_ms=1000",
@@ -113,7 +114,7 @@ class CassandraService(LocalService):
         kwargs.setdefault("protocol_version", 5)
         kwargs.setdefault("execution_profiles", {EXEC_PROFILE_DEFAULT: ExecutionProfile(
             load_balancing_policy=DCAwareRoundRobinPolicy(local_dc="datacenter1"))})
-        return Cluster(["127.0.0.1"], port=self.port, **kwargs)
+        return Cluster([self.host], port=self.port, **kwargs)
 
     def _query_one(self, cql: str, timeout: float = 5.0):
         cluster = self.cluster(connect_timeout=timeout, control_connection_timeout=timeout)
@@ -124,7 +125,7 @@ class CassandraService(LocalService):
             cluster.shutdown()
 
     def _probe(self) -> bool:
-        if not tcp_open(self.port):   # the native transport opens last in startup
+        if not tcp_open(self.port, self.host):   # the native transport opens last in startup
             return False
         return self._query_one("SELECT release_version FROM system.local") is not None
 
@@ -132,8 +133,8 @@ class CassandraService(LocalService):
         return str(self._query_one("SELECT release_version FROM system.local").release_version)
 
     def endpoint(self) -> dict:
-        return {"system": self.system, "host": "127.0.0.1", "port": self.port,
-                "contact_points": ["127.0.0.1"], "local_dc": "datacenter1",
+        return {"system": self.system, "host": self.host, "port": self.port,
+                "contact_points": [self.host], "local_dc": "datacenter1",
                 "username": None, "password": None, "jmx_port": self.jmx_port}
 
     # -- nodetool -----------------------------------------------------------------------
@@ -152,7 +153,7 @@ class CassandraService(LocalService):
             "-cp", self._classpath(), "org.apache.cassandra.tools.NodeTool",
             "-h", "127.0.0.1", "-p", str(self.jmx_port), *args,
         ]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        res = subprocess.run(self._in_netns(cmd), capture_output=True, text=True, timeout=timeout)
         if res.returncode != 0:
             raise ServiceError(self.system, f"nodetool {' '.join(args)} failed ({res.returncode}):\n"
                                f"{res.stdout[-2000:]}{res.stderr[-2000:]}", self.log_file)

@@ -38,8 +38,9 @@ class CephService(LocalService):
     pool = "storebench"
     pg_num = 32
 
-    def __init__(self, workdir, location: str = "disk", port: int | None = None):
-        super().__init__(workdir, location, port)
+    def __init__(self, workdir, location: str = "disk", port: int | None = None, host: str = "127.0.0.1",
+                 netns: str | None = None):
+        super().__init__(workdir, location, port, host, netns)
         self.port_v1 = 6789 + (self.port - 3300)
         self.conffile = self.dir / f"{self.name}.conf"
         self.keyring_dir = self.dir / "keyrings"
@@ -67,7 +68,8 @@ class CephService(LocalService):
     def _write_conf(self, fsid: str) -> None:
         objectstore = "memstore" if self.location == "memory" else "bluestore"
         self.conffile.write_text(render_template(conf_dir() / "ceph.conf.in", {
-            "FSID": fsid, "MON_PORT_V2": self.port, "MON_PORT_V1": self.port_v1,
+            "FSID": fsid, "HOST": self.host, "NETWORK": f"{self.host}/32",
+            "MON_PORT_V2": self.port, "MON_PORT_V1": self.port_v1,
             "KEYRING_DIR": self.keyring_dir, "RUN_DIR": self.run_dir, "LOG_DIR": self.ceph_log_dir,
             "DATA_DIR": self.data_dir, "OBJECTSTORE": objectstore,
             "OSD_FAST_SHUTDOWN": "false" if objectstore == "memstore" else "true",
@@ -109,7 +111,7 @@ class CephService(LocalService):
             self._mkfs_mon(fsid)
         self._daemon("mon", "a")
         # (the port check first: a mon that died is then noticed at once, not after a CLI timeout)
-        self._wait_until("answering (mon)", lambda: tcp_open(self.port) and self._ceph(
+        self._wait_until("answering (mon)", lambda: tcp_open(self.port, self.host) and self._ceph(
             "mon", "stat", timeout=15, check=False, quiet=True).returncode == 0, 60)
         if fresh:
             self._ceph("config", "set", "mon", "auth_allow_insecure_global_id_reclaim", "false", check=False)
@@ -132,7 +134,7 @@ class CephService(LocalService):
         self._run(["ceph-authtool", str(boot), "--import-keyring", str(self.admin_keyring)])
         monmap = self.data_dir / "monmap"
         self._run(["monmaptool", "--create", "--clobber", "--fsid", fsid, "--addv", "a",
-                   f"[v2:127.0.0.1:{self.port},v1:127.0.0.1:{self.port_v1}]", str(monmap)])
+                   f"[v2:{self.host}:{self.port},v1:{self.host}:{self.port_v1}]", str(monmap)])
         self._run(["ceph-mon", "-c", str(self.conffile), "--mkfs", "-i", "a", "--monmap", str(monmap),
                    "--keyring", str(boot)])
         boot.unlink()
@@ -225,8 +227,8 @@ class CephService(LocalService):
         return self._ceph("health", "detail").stdout.decode().strip()
 
     def endpoint(self) -> dict:
-        return {"system": self.system, "host": "127.0.0.1", "port": self.port,
-                "mon_host": f"[v2:127.0.0.1:{self.port},v1:127.0.0.1:{self.port_v1}]",
+        return {"system": self.system, "host": self.host, "port": self.port,
+                "mon_host": f"[v2:{self.host}:{self.port},v1:{self.host}:{self.port_v1}]",
                 "conffile": str(self.conffile), "keyring": str(self.admin_keyring),
                 "name": "client.admin", "pool": self.pool,
                 "objectstore": "memstore" if self.location == "memory" else "bluestore"}

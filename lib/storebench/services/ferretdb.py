@@ -5,9 +5,8 @@ has no authentication unless set up with --setup-username; loopback-only, so non
 """
 from __future__ import annotations
 
-import shutil
 
-from .base import LocalService, cache_dir, tcp_open
+from .base import LocalService, tcp_open
 
 
 class FerretDBService(LocalService):
@@ -22,13 +21,7 @@ class FerretDBService(LocalService):
         return self.port + 1000
 
     def _binary(self) -> str:
-        path = cache_dir() / "bin" / "ferretdb"
-        if path.exists():
-            return str(path)
-        found = shutil.which("ferretdb")
-        if not found:
-            raise self._missing(f"{path}")
-        return found
+        return self._built_binary("ferretdb")
 
     def _check_installed(self) -> None:
         self._binary()
@@ -42,10 +35,10 @@ class FerretDBService(LocalService):
             self._binary(),
             "--handler=sqlite",
             f"--sqlite-url=file:{self.data_dir}/",     # one SQLite file per database
-            f"--listen-addr=127.0.0.1:{self.port}",
+            f"--listen-addr={self.host}:{self.port}",
             f"--state-dir={self.data_dir}",
             "--telemetry=disable",
-            f"--debug-addr=127.0.0.1:{self.debug_port}",
+            f"--debug-addr={self.host}:{self.debug_port}",
             "--log-level=info",
             *self.extra_args,
         ], env={"FERRETDB_TELEMETRY": "disable", "DO_NOT_TRACK": "1"})
@@ -57,7 +50,7 @@ class FerretDBService(LocalService):
         return pymongo.MongoClient(self.endpoint()["uri"], **kwargs)
 
     def _probe(self) -> bool:
-        if not tcp_open(self.port):
+        if not tcp_open(self.port, self.host):
             return False
         c = self.client(serverSelectionTimeoutMS=500, connectTimeoutMS=500)
         try:
@@ -75,8 +68,8 @@ class FerretDBService(LocalService):
         return f"FerretDB {ferret} (SQLite)"
 
     def endpoint(self) -> dict:
-        return {"system": self.system, "host": "127.0.0.1", "port": self.port,
-                "uri": f"mongodb://127.0.0.1:{self.port}/?directConnection=true",
+        return {"system": self.system, "host": self.host, "port": self.port,
+                "uri": f"mongodb://{self.host}:{self.port}/?directConnection=true",
                 "username": None, "password": None,
                 "label": "MongoDB API (FerretDB/SQLite)",
-                "readyz_url": f"http://127.0.0.1:{self.debug_port}/debug/readyz"}
+                "readyz_url": f"http://{self.host}:{self.debug_port}/debug/readyz"}

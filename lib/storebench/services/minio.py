@@ -5,7 +5,6 @@ Root user/password are generated per work dir. The web console is off (MINIO_BRO
 from __future__ import annotations
 
 import secrets
-import shutil
 
 from .base import LocalService, cache_dir
 
@@ -25,13 +24,7 @@ class MinioService(LocalService):
                 "secret_key": secrets.token_urlsafe(30)}
 
     def _binary(self) -> str:
-        path = cache_dir() / "bin" / "minio"
-        if path.exists():
-            return str(path)
-        found = shutil.which("minio")
-        if not found:
-            raise self._missing(f"{path}")
-        return found
+        return self._built_binary("minio")
 
     def _check_installed(self) -> None:
         self._binary()
@@ -43,8 +36,8 @@ class MinioService(LocalService):
         creds = self.credentials()
         self._spawn("minio", [
             self._binary(), "server", str(self.data_dir),
-            "--address", f"127.0.0.1:{self.port}",
-            "--console-address", f"127.0.0.1:{self.console_port}",
+            "--address", f"{self.host}:{self.port}",
+            "--console-address", f"{self.host}:{self.console_port}",
             "--quiet", "--anonymous",
             *self.extra_args,
         ], env={
@@ -94,6 +87,6 @@ class MinioService(LocalService):
 
     def endpoint(self) -> dict:
         creds = self.credentials()
-        return {"system": self.system, "host": "127.0.0.1", "port": self.port,
-                "url": f"http://127.0.0.1:{self.port}", "secure": False, "region": "us-east-1",
+        return {"system": self.system, "host": self.host, "port": self.port,
+                "url": f"http://{self.host}:{self.port}", "secure": False, "region": "us-east-1",
                 "access_key": creds["access_key"], "secret_key": creds["secret_key"]}

@@ -29,7 +29,8 @@ class RedisService(LocalService):
     def _launch(self) -> None:
         conf = self.dir / f"{self.name}.conf"
         text = render_template(conf_dir() / "redis.conf.in", {
-            "PORT": self.port, "PASSWORD": self.credentials()["password"], "DATA_DIR": self.data_dir,
+            "PORT": self.port, "HOST": self.host, "PASSWORD": self.credentials()["password"],
+            "DATA_DIR": self.data_dir,
         })
         conf.write_text(text)
         conf.chmod(0o600)  # holds the password
@@ -56,6 +57,6 @@ class RedisService(LocalService):
             c.close()
 
     def endpoint(self) -> dict:
-        return {"system": self.system, "host": "127.0.0.1", "port": self.port,
+        return {"system": self.system, "host": self.host, "port": self.port,
                 "password": self.credentials()["password"],
-                "url": f"redis://:{self.credentials()['password']}@127.0.0.1:{self.port}/0"}
+                "url": f"redis://:{self.credentials()['password']}@{self.host}:{self.port}/0"}
