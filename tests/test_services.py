@@ -285,6 +285,22 @@ def test_no_orphan_when_python_dies(sig, workdir):
         local_service("redis", workdir, "memory", port).stop()
 
 
+def test_a_forked_child_ending_leaves_its_parents_servers_running(workdir):
+    """A DataLoader worker is a fork: it inherits the stop-at-exit handlers, and its SIGTERM or
+    exit must not stop the servers its parent started."""
+    import multiprocessing
+
+    svc = _service("redis", workdir, "memory", PORTS["redis"] + 3).start()
+    try:
+        for target in (lambda: os.kill(os.getpid(), signal.SIGTERM), lambda: sys.exit(0)):
+            child = multiprocessing.get_context("fork").Process(target=target)
+            child.start()
+            child.join(timeout=20)
+            assert svc.is_running() and svc.version()
+    finally:
+        svc.stop()
+
+
 def test_cli_start_status_stop(workdir):
     _service("redis", workdir)
     port = PORTS["redis"] + 2

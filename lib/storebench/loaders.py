@@ -39,7 +39,9 @@ from .stores.base import ServerStore
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # the usual MNIST normalisation constants
 LOADERS = ("per-sample", "batched")  # __getitem__ only / __getitems__ (one get_many per batch)
-SPAWN_SYSTEMS = {"tiledb", "tiledb-array"}  # SERVICES.md: fork after a TileDB context deadlocks
+# Libraries whose threads forbid fork: after a TileDB context, a fork may deadlock (SERVICES.md);
+# TensorStore aborts a forked child outright. Their workers are spawned.
+SPAWN_SYSTEMS = {"tiledb", "tiledb-array", "tensorstore", "tensorstore-zarr"}
 
 
 # ------------------------------------------------------------------------------- opening
@@ -105,7 +107,7 @@ def _read_only_rocksdb() -> type:
 
 
 def start_method(system: str) -> str | None:
-    """Worker start method for ``system``: ``spawn`` for TileDB, else the platform default."""
+    """Worker start method for ``system``: ``spawn`` for TileDB and TensorStore, else the platform default."""
     return "spawn" if system in SPAWN_SYSTEMS else None
 
 

@@ -172,7 +172,12 @@ def run(config: dict, out_dir=None, progress: bool = True, services: ServicePool
         torch.set_num_interop_threads(threads)  # only possible before the first parallel op
     except RuntimeError:
         pass
+    from ..loaders import start_method
+
     combos = system_locations(config["systems"], config.get("locations", ["disk-warm"]), result)
+    # Systems with spawned workers last: once TileDB or TensorStore ran in this process, forking
+    # workers for another system is no longer safe.
+    combos.sort(key=lambda combo: start_method(combo[1]) == "spawn")
     pool = services or ServicePool(config["endpoints"])
     try:
         for location, system in combos:

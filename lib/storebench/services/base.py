@@ -180,7 +180,9 @@ _lock = threading.Lock()
 
 
 def _stop_all_started() -> None:
-    for svc in list(_running):
+    # A forked child (a DataLoader worker) inherits this set and the handlers: it must not stop
+    # the servers of the process that started them when it exits or is terminated.
+    for svc in [s for s in _running if s.started_by == os.getpid()]:
         try:
             svc.stop()
         except Exception as exc:  # noqa: BLE001 - best effort at exit
@@ -266,6 +268,7 @@ class LocalService:
         self._log_offsets: dict[Path, int] = {}
         self._detached = False
         self.extra_args: list[str] = []   # appended to the main server command (tests, tuning)
+        self.started_by: int | None = None  # PID of the process that started it
 
     # -- paths --------------------------------------------------------------------------
 
@@ -534,6 +537,7 @@ class LocalService:
         self._procs = []
         self._log_offsets = {}
         self._detached = detach
+        self.started_by = os.getpid()
         if not detach:
             _install_cleanup_handlers()
             _running.add(self)

@@ -92,7 +92,7 @@ class CassandraService(LocalService):
             f"-Dcassandra.storagedir={self.data_dir}",
             f"-Dcassandra.logdir={self.dir / 'logs'}",
             f"-Dcassandra.jmx.local.port={self.jmx_port}",
-            "-Djava.rmi.server.hostname=127.0.0.1"  # JMX is local-only: nodetool runs beside it,
+            "-Djava.rmi.server.hostname=127.0.0.1",  # JMX is local-only: nodetool runs beside it
             "-Dcassandra-foreground=yes",
             # Single node: no need to wait for gossip/ring settling (else a fresh node idles 30 s).
             "-Dcassandra.ring_delay_ms=1000",
