@@ -124,6 +124,7 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
         check_report(copy / "reports", name)
     index = (copy / "reports" / "index.html").read_text()
     assert all(f'href="{name}.html"' in index for name in NOTEBOOKS) and "the paper saw" in index
+    assert "Per system, across the experiments" in index and "<td>localfs</td>" in index
     again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=copy, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "didn't change, skipping" in again.stdout
     assert "Running stage" not in again.stdout

@@ -236,6 +236,7 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
     servers = summary[summary.network != LOCAL_NETWORK]
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [3, 2]})
     plots.grouped_bars(left, servers, "system", "network", hue_order=list(dict.fromkeys(servers.network)))
+    left.set_yscale("log")
     left.set(title="Sequential read, 1 sample per request: where the client sits", ylabel="download time (s)",
              xlabel="")
     left.tick_params(axis="x", rotation=30)
@@ -250,7 +251,7 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
         bottom += values
     right.set(title=f"Shares of download time ({shaped.network.iloc[0] if len(shaped) else 'no hop'})",
               xlabel="% of download time")
-    right.legend(fontsize=8, loc="lower right")
+    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
     plots.footnote(fig, "Mean of the repeats, error bars 95% CI. Network = hop - same namespace (a negative "
                         "difference, i.e. inside the noise, is drawn as 0). Paper bar: seed 003 Sec 5.1/Fig 3, "
                         f"{SEED_003_MACHINE}; its network share includes real LAN latency, which this kernel "
