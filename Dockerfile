@@ -1,7 +1,9 @@
 # storebench in a container: the same env/ scripts as on a host, nothing new.
 #   podman build --isolation chroot -t storebench .      (behind a TLS-intercepting proxy: see env/ca/)
-#   podman --runtime runc run --rm --shm-size=4g -v ../shared/datasets:/datasets:ro storebench make test
-# (--shm-size: the `memory` location lives on /dev/shm; /datasets: the offline CIFAR-10 mirror)
+#   podman --runtime runc run --rm --shm-size=4g --cap-add NET_ADMIN,SYS_ADMIN \
+#       -v ../shared/datasets:/datasets:ro storebench make test
+# (--shm-size: the `memory` location lives on /dev/shm; the capabilities: the breakdown's network
+# namespace; /datasets: the offline CIFAR-10 mirror)
 FROM debian:bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -16,8 +18,9 @@ RUN apt-get update && apt-get install -y --no-install-recommends make python3 py
 
 WORKDIR /storebench
 # The servers first (slowest layer, changes least): Redis, Cassandra, MinIO, FerretDB, Ceph.
+# (env/conf/ is not needed to install them: it comes with env/ below, so editing a config
+# template does not rebuild this layer.)
 COPY env/lib.sh env/
-COPY env/conf/ env/conf/
 COPY env/servers/ env/servers/
 RUN bash env/servers/install-all.sh
 # The Python environment (venv, locked deps, the package, the Jupyter kernel, rados in the venv).
