@@ -5,7 +5,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help env data reproduce test lab lock clean
+.PHONY: help env data reproduce test lab lock deps clean
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
@@ -30,6 +30,9 @@ lock:  ## re-pin env/requirements.lock from env/requirements.in
 	/tmp/storebench-lock/bin/pip install -q -r env/requirements.in
 	{ echo "# Exact Python dependencies (pip freeze of a venv built from env/requirements.in). Regenerate: make lock"; \
 	  /tmp/storebench-lock/bin/pip freeze; } > env/requirements.lock
+
+deps:  ## re-derive each DVC stage's lib/ dependencies from the imports (dvc.yaml)
+	python -m storebench.pipeline write
 
 clean:  ## remove store data and server work dirs (not the caches, not reports)
 	rm -rf work /dev/shm/storebench-$$(id -u)

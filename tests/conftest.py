@@ -31,6 +31,7 @@ class LocalServers:
     def stop_all(self):
         for svc in self.running.values():
             svc.stop()
+        self.running.clear()
 
 
 @pytest.fixture(scope="session")
@@ -38,6 +39,13 @@ def servers(tmp_path_factory):
     pool = LocalServers(tmp_path_factory.mktemp("services"))
     yield pool
     pool.stop_all()
+
+
+@pytest.fixture
+def default_ports_free(servers):
+    """For tests whose notebooks start their own servers on the default ports: the session's stop first
+    (later tests start them again on demand)."""
+    servers.stop_all()
 
 
 def open_test_store(name, tmp_path, servers):

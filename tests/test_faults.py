@@ -1,14 +1,16 @@
 """Faults made real, seen from the stores and experiments (server start-up faults: test_services.py)."""
 import os
 import signal
+import subprocess
 import threading
 import time
 
 import pytest
 
-from storebench import datasets
+from storebench import datasets, locations
 from storebench.experiments.common import MeasurementFailed, Run, loaded_reader, measure_into
 from storebench.formats import get_format
+from storebench.netprofiles import NetworkPath
 from storebench.readers import ObjectReader
 from storebench.results import ResultWriter
 from storebench.services import local_service
@@ -17,7 +19,7 @@ from storebench.stores.base import StoreConnectionError
 from storebench.workloads import Workload
 
 pytestmark = pytest.mark.server
-FAULT_PORT = {"redis": 6390, "minio": 9090}  # own instances, apart from the session's servers
+FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490}  # own instances, apart from the session's servers
 
 
 @pytest.fixture
@@ -72,3 +74,85 @@ def test_killed_server_in_an_experiment_stops_the_experiment(tmp_path, monkeypat
     with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6393"):
         access_pattern.run(config, out_dir=tmp_path, progress=False)
     assert not (tmp_path / "access_pattern.csv").exists()
+
+
+# ------------------------------------------------------------------ faults a user meets (issue 8)
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs, unmounted afterwards (needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mount = tmp_path / "small"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def test_disk_full_during_ingest_names_the_system_and_the_fix(small_tmpfs, tmp_path, monkeypatch):
+    monkeypatch.setattr(locations, "MEMORY_DIR", small_tmpfs)  # the store's "memory" location: 1 MiB
+    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    with pytest.raises(MeasurementFailed, match=r"^localfs failed during ingest at memory: OSError: .*No space left"
+                                                r".*out of space: free space there.*No result of this run"):
+        with loaded_reader("localfs", "memory", datasets.synthetic(2000), "pickle", 1, progress=False) as reader:
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=1,
+                         dataset="synthetic", format="pickle", scale="smoke", seed=0)
+    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+    assert not any(small_tmpfs.rglob("*.bin"))  # the partial ingest was cleared
+
+
+@pytest.fixture
+def relayed_redis(own_redis, tmp_path):
+    """(direct store, reader through a Toxiproxy relay, its API and proxy name); 2000 objects ingested."""
+    with local_service("toxiproxy", tmp_path, port=FAULT_PORT["toxiproxy"]) as toxiproxy:
+        with NetworkPath("lan-1g", toxiproxy=toxiproxy) as path:
+            routed = path.route(own_redis.endpoint())
+            direct = get_store_class("redis")(own_redis.endpoint(), namespace="fault")
+            reader = ObjectReader.ingest(direct, datasets.synthetic(2000), get_format("pickle"), 1, progress=False)
+            through = get_store_class("redis")(routed, namespace="fault", timeout=FAULT_TIMEOUT_S)
+            relayed = ObjectReader(through, reader.format, 1, reader.checksums, reader.sizes, reader.n_samples)
+            (proxy,) = [name for name in toxiproxy.api().proxies()]
+            yield relayed, toxiproxy.api(), proxy
+            through.close()
+            direct.close()
+
+
+FAULT_TIMEOUT_S = 1.0  # the client's stated timeout for a request
+
+
+def _fault_after(seconds, api, proxy, kind, attributes):
+    timer = threading.Timer(seconds, api.add_toxic, (proxy, kind, attributes), {"stream": "downstream"})
+    timer.start()
+    return timer
+
+
+def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redis, tmp_path):
+    reader, api, proxy = relayed_redis
+    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    timer = _fault_after(0.5, api, proxy, "reset_peer", {"timeout": 0})
+    try:
+        with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 at memory: ConnectionError: "
+                                                    r".*connection to the server was reset or closed.*No result"):
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+                         dataset="synthetic", format="pickle", scale="smoke", seed=0)
+    finally:
+        timer.cancel()
+    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+
+
+def test_server_too_slow_times_out_after_the_stated_timeout(relayed_redis, tmp_path):
+    reader, api, proxy = relayed_redis
+    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    timer = _fault_after(0.5, api, proxy, "timeout", {"timeout": 0})  # data stops flowing; nothing closes
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 at memory: TimeoutError: "
+                                                    r".*did not answer within the client's timeout.*No result"):
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+                         dataset="synthetic", format="pickle", scale="smoke", seed=0)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - t0 < 60  # gave up (1 s timeout, no retries) instead of hanging
+    assert run.rows.empty and not (tmp_path / "faults.csv").exists()

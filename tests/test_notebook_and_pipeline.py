@@ -1,5 +1,7 @@
 """What a user runs: the notebook through papermill, and the pipeline through `dvc repro`."""
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,7 @@ from storebench import notebooks
 from storebench.paths import ROOT
 from storebench.results import ROW_COLUMNS
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
 
 def check_access_pattern_results(csv: Path, scale: str):
@@ -40,7 +42,8 @@ def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
     assert rows.verified.all() and (rows.seconds > 0).all() and (rows.scale == scale).all()
     assert rows.system_version.notna().all() and (rows.host != "").all()
     assert (out / f"{name}.png").stat().st_size > 10_000
-    assert "paper" in (out / f"{name}.finding.txt").read_text()
+    recorded = json.loads((out / f"{name}.findings.json").read_text())
+    assert "paper" in recorded["headline"] and recorded["seed"] == "003"
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page
     assert list((out / "raw" / name).glob("*.parquet"))
@@ -90,7 +93,10 @@ def test_breakdown_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     servers = set(config["presets"]["smoke"]["breakdown"]["systems"])
     placed = rows[rows.network != "local"]
     assert set(placed.system) == servers and set(rows[rows.network == "local"].system) == {"localfs"}
-    assert set(placed.network) == {"same namespace", "veth", "veth, tbf 1gbit"}
+    profiles = config["presets"]["smoke"]["breakdown"].get("net_profiles", config["breakdown"]["net_profiles"])
+    assert set(placed.network) == {"same namespace", "veth", "veth, tbf 1gbit", *profiles}
+    shaped = placed[placed.network.isin(profiles)]
+    assert (shaped.net_rtt_ms > 0).all() and (shaped.net_throughput_mbit > 0).all()  # measured before use
     assert (placed.groupby(["system", "network"]).repeat.nunique() == config["presets"]["smoke"]["repeats"]).all()
     page = (tmp_path / "breakdown.html").read_text()
     assert "rate 1Gbit" in page and "server processing" in page
@@ -124,7 +130,14 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
         check_report(copy / "reports", name)
     index = (copy / "reports" / "index.html").read_text()
     assert all(f'href="{name}.html"' in index for name in NOTEBOOKS) and "the paper saw" in index
-    assert "Per system, across the experiments" in index and "<td>localfs</td>" in index
+    assert "Cheng &amp; Gunawi" in index and "<td>localfs</td>" in index
     again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=copy, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "didn't change, skipping" in again.stdout
     assert "Running stage" not in again.stdout
+    for page in NOTEBOOKS:  # progress bars reach the terminal, never the rendered report
+        assert not re.search(r"\d+%\|[^|]*\| *\d+/\d+ \[", (copy / "reports" / f"{page}.html").read_text()), page
+    with open(copy / "lib" / "storebench" / "experiments" / "format.py", "a") as module:
+        module.write("\n# an edit to one experiment's module\n")
+    status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=copy, env=env,
+                            capture_output=True, text=True, check=True)
+    assert set(json.loads(status.stdout)) == {"format"}, status.stdout

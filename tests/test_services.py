@@ -22,7 +22,8 @@ from storebench.services import LOCAL_SERVICES, ServiceError, local_service
 
 pytestmark = pytest.mark.server
 
-PORTS = {"redis": 16379, "mongodb-ferretdb": 27117, "minio": 19000, "cassandra": 19042, "ceph": 13300}
+PORTS = {"redis": 16379, "mongodb-ferretdb": 27117, "minio": 19000, "cassandra": 19042, "ceph": 13300,
+         "rgw": 17480}
 
 
 def _service(system, workdir, location="disk", port=None):
@@ -254,7 +255,7 @@ def test_missing_install_names_the_script(workdir, tmp_path, monkeypatch):
 def test_unknown_system():
     with pytest.raises(ValueError, match="redis, cassandra, minio, mongodb-ferretdb, ceph"):
         local_service("postgres", "/tmp", "disk")
-    assert set(LOCAL_SERVICES) == {"redis", "cassandra", "minio", "mongodb-ferretdb", "ceph"}
+    assert set(LOCAL_SERVICES) == {"redis", "cassandra", "minio", "mongodb-ferretdb", "ceph", "rgw"}
 
 
 # ---------------------------------------------------------------- no orphans, CLI
@@ -378,3 +379,26 @@ def test_ceph_restart_keeps_data(ceph):
     assert _wait_gone(pids)
     ceph.start()
     assert _read("ceph", ceph, "obj2") == b"kept"
+
+
+def test_rgw_starts_on_its_own_ceph_on_loopback_and_stops_by_pid(workdir):
+    """RGW brings up its own Ceph (mon, mgr, osd) and radosgw, all listening on 127.0.0.1 only;
+    a real S3 call works with the generated keys; stop() ends every one of those processes."""
+    svc = _service("rgw", workdir, "memory")
+    svc.wipe()
+    with svc:
+        pids = svc.pids()
+        assert len(pids) == 4   # radosgw + mon, mgr, osd
+        assert svc.version().startswith("16.2.")
+        listening = {c.laddr.ip for pid in pids for c in psutil.Process(pid).net_connections("inet")
+                     if c.status == psutil.CONN_LISTEN}
+        assert listening and all(ip.startswith("127.") for ip in listening), listening
+        s3 = svc.client()
+        s3.make_bucket("storebench-test")
+        s3.put_object("storebench-test", "k1", io.BytesIO(b"\x00rgw"), 4)
+        assert s3.get_object("storebench-test", "k1").read() == b"\x00rgw"
+        assert svc.bucket_usage("storebench-test") == 4096   # RGW rounds each object up to 4 KiB
+    assert _wait_gone(pids), f"rgw/ceph processes left after stop: {pids}"
+    assert not svc.pidfile.exists() and not svc.ceph.pidfile.exists()
+    svc.wipe()
+

@@ -1,4 +1,5 @@
 """The training loaders against real embedded stores, and the training notebook at smoke scale."""
+import json
 import os
 import zlib
 
@@ -243,7 +244,7 @@ def test_training_notebook_at_smoke_scale(prepared_mnist, servers, tmp_path, mon
     page = html.read_text()
     assert "Findings" in page and "Traceback" not in page and "1.2-3.4x" in page
     assert (tmp_path / "training.png").stat().st_size > 10_000
-    assert "paper: 1.2-3.4x" in (tmp_path / "training.finding.txt").read_text()
+    assert "paper: 1.2-3.4x" in json.loads((tmp_path / "training.findings.json").read_text())["headline"]
     assert len(list((tmp_path / "raw" / "training").glob("*.parquet"))) == len(pd.read_csv(tmp_path / "training.csv")
                                                                              .drop_duplicates("run_id"))
     assert os.listdir(tmp_path / "work" / "stores")  # the notebook's kernel used this test's directories

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install Ceph 16.2 (pacific) from Debian: mon, osd, mgr, CLI tools and the librados Python
-# binding, and make `import rados` work in the project venv.
+# Install Ceph 16.2 (pacific) from Debian: mon, osd, mgr, radosgw (S3), CLI tools and the
+# librados Python binding, and make `import rados` work in the project venv.
 #
 # usage: install-ceph.sh [VENV]     (default: $STOREBENCH_VENV, else <repo>/.venv)
 #
@@ -19,14 +19,14 @@ PTH_NAME=storebench-rados.pth
 ceph_version() { ceph --version 2>/dev/null | sed -n 's/^ceph version \([0-9.]*\).*/\1/p'; }
 
 have_all=1
-for p in ceph-mon ceph-osd ceph-mgr ceph-common python3-rados; do
+for p in ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados; do
     pkg_installed "$p" || have_all=0
 done
 v=$(ceph_version || true)
 if [ "$have_all" = 1 ] && [[ "$v" == "$CEPH_MAJOR_MINOR".* ]]; then
     log "ceph $v already installed"
 else
-    apt_install ceph-mon ceph-osd ceph-mgr ceph-common python3-rados
+    apt_install ceph-mon ceph-osd ceph-mgr ceph-common radosgw python3-rados
     v=$(ceph_version || true)
     [[ "$v" == "$CEPH_MAJOR_MINOR".* ]] || die "installed ceph reports version '${v:-?}', want $CEPH_MAJOR_MINOR.x"
     log "ceph $v installed"

@@ -60,6 +60,7 @@ def experiment_schema() -> dict[str, tuple]:
         "formats": (list[str], _choices(FORMATS)),
         "systems": (list[str], _choices(STORES)),
         "locations": (list[str], _choices(LOCATIONS)),
+        "restart_datasets": (list, _choices(_dataset_names())),  # may be empty: no server restarts (disk-cold)
         "samples_per_request": (list[int], _all_positive),
         "samples_per_object": (list[int], _all_positive),
         "shuffles": (list[str], _choices({"random", "random-objects"})),
@@ -77,6 +78,7 @@ def experiment_schema() -> dict[str, tuple]:
         # breakdown (seed 003 Fig 3)
         "link_rates": (list[str], _link_rates),
         "local_read_locations": (list[str], _choices(LOCATIONS)),
+        "net_profiles": (list[str], _choices(_net_profile_names())),
     }
 
 
@@ -106,6 +108,12 @@ def _link_rates(v):
 
 def _positive_number(v):
     return None if v > 0 else "must be > 0"
+
+
+def _net_profile_names():
+    from .netprofiles import PROFILES
+
+    return set(PROFILES)
 
 
 def _dataset_names():

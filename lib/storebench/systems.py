@@ -16,10 +16,10 @@ import re
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from .locations import check_location, store_root
+from .locations import COLD_LOCATIONS, check_location, store_root
 from .stores import get_store_class
 
-SERVER_LOCATION = {"memory": "memory", "disk-warm": "disk", "disk-cold": "disk"}
+SERVER_LOCATION = {"memory": "memory", "disk-warm": "disk", "disk-cold": "disk", "disk-cold-pagecache": "disk"}
 
 
 class LocationNotSupported(Exception):
@@ -106,6 +106,9 @@ def open_system(system: str, location: str, services: ServicePool | None = None,
     own = False
     if cls.capabilities.in_memory_only and location != "memory":
         raise LocationNotSupported(f"{system} keeps its data in memory only; it has no {location} location")
+    if location == "disk-cold-pagecache" and not cls.capabilities.has_server:
+        raise LocationNotSupported(f"{system}: disk-cold-pagecache is for servers (which keep their own caches); "
+                                   "for an embedded store disk-cold already is exactly that (reopen + evict)")
     if not cls.capabilities.has_server:
         store = cls(store_root(system, location), **options)
     else:
@@ -113,8 +116,8 @@ def open_system(system: str, location: str, services: ServicePool | None = None,
         services = services or ServicePool()
         try:
             endpoint, local = services.endpoint(cls.service, location)
-            if local is None and location == "disk-cold":
-                raise LocationNotSupported(f"{system}: disk-cold needs the server's files on this machine "
+            if local is None and location in COLD_LOCATIONS:
+                raise LocationNotSupported(f"{system}: {location} needs the server's files on this machine "
                                            "(an external endpoint's page cache cannot be evicted from here)")
             store = cls(endpoint, namespace=namespace, service=local, **options)
         except BaseException:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
+from .progress import tqdm
 
-from .locations import Residency, evict, residency
+from .locations import make_cold
 from .workloads import Workload
 
 EVENT_COLUMNS = ["start_ns", "end_ns", "n_samples", "n_objects", "bytes", "needed_bytes", "decode_ns"]
@@ -29,6 +29,8 @@ class PassResult:
     cpu_seconds: float  # client process CPU time during the pass (all threads)
     peak_rss_bytes: int  # client peak resident set during the pass
     resident_fraction: float | None  # page-cache residency of the store's files before the pass
+    cold_method: str | None = None  # how the pass was made cold (storebench.locations.COLD_METHODS)
+    server_restart_seconds: float | None = None  # the restart before the pass, not in its times
 
     @property
     def seconds(self) -> float:  # download time
@@ -77,12 +79,14 @@ def run_pass(reader, workload: Workload) -> tuple[pd.DataFrame, float, float]:
 
 
 def measure(reader, workload: Workload, repeats: int, cold: bool, warmup: bool = True,
-            progress: bool = False, desc: str = "") -> list[PassResult]:
+            progress: bool = False, desc: str = "", restart_server: bool = False) -> list[PassResult]:
     """An unrecorded warm-up pass (which also checks every answer), then ``repeats`` recorded passes.
 
     ``cold``: before each recorded pass the store is reopened (dropping in-process caches)
-    and its files are evicted from the page cache; the residency left is recorded. The
-    warm-up still runs then: it proves the data reads back right before anything is timed.
+    and its files are evicted from the page cache; the residency left is recorded. With
+    ``restart_server`` a local server is restarted instead of reopened (``disk-cold``; the
+    restart is timed apart). The warm-up still runs then: it proves the data reads back right
+    before anything is timed.
     """
     passes = tqdm(range(repeats + warmup), desc=desc, disable=not progress, leave=False, delay=2)
     results = []
@@ -91,19 +95,15 @@ def measure(reader, workload: Workload, repeats: int, cold: bool, warmup: bool =
             run_pass(reader, workload)
             continue
         repeat = i - warmup
-        resident = _make_cold(reader.store) if cold else None
+        made = make_cold(reader.store, restart_server) if cold else None
         _reset_peak_rss()
         events, wall, cpu = run_pass(reader, workload)
-        results.append(PassResult(repeat, events, wall, cpu, _peak_rss(),
-                                  None if resident is None else resident.fraction))
+        result = PassResult(repeat, events, wall, cpu, _peak_rss(), resident_fraction=None)
+        if made:
+            result.resident_fraction, result.cold_method = made.residency.fraction, made.method
+            result.server_restart_seconds = made.server_restart_seconds
+        results.append(result)
     return results
-
-
-def _make_cold(store) -> Residency:
-    store.reopen()
-    files = store.files()
-    evict(files)
-    return residency(files)
 
 
 def _reset_peak_rss() -> None:

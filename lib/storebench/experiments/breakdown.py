@@ -6,11 +6,14 @@ data throughout, and the same sequential one-sample-per-request read is timed fr
 
 - ``same namespace``: a client process started inside the server's namespace (no hop);
 - ``veth``: this process, across the veth pair into the namespace, unshaped;
-- ``veth, tbf 1gbit``: the same hop shaped by a token bucket to the paper's 1 Gbps LAN.
+- ``veth, tbf 1gbit``: the same hop shaped by a token bucket to the paper's 1 Gbps LAN;
+- a network profile (storebench.netprofiles), e.g. ``lan-1g``: the hop shaped to 1 Gbps plus a
+  Toxiproxy relay, whose user-space round trip (~0.2 ms) stands in for a real LAN's latency.
+  Its RTT and throughput are measured before use and recorded with its rows.
 
 Network = hop time - same-namespace time; local read = the local file system (``localfs``)
 reading the same objects; server processing = same-namespace time - local read. The kernel
-here has no ``sch_netem``, so no LAN latency is added: the hop is the veth pair and the bucket.
+here has no ``sch_netem``: only a profile's relay adds latency; the bare hop is a lower bound.
 
 Run as ``python -m storebench.experiments.breakdown SPEC`` this module is that in-namespace
 client (see ``NamespaceClient``).
@@ -21,6 +24,7 @@ import pickle
 import subprocess
 import sys
 import tempfile
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +32,11 @@ import pandas as pd
 
 from ..formats import get_format
 from ..netns import NetworkHop, NetworkHopUnavailable
+from ..netprofiles import PROFILES, NetworkPath, ProfileNotSupported
 from ..paper import FIG3_CASSANDRA, SEED_003_MACHINE
+from ..progress import tqdm
 from ..readers import ObjectReader
-from ..results import LOCAL_NETWORK, ResultWriter, summarize
+from ..results import LOCAL_NETWORK, NET_COLUMNS, ResultWriter, summarize
 from ..stores import get_store_class
 from ..systems import ServicePool
 from ..timing import measure
@@ -38,6 +44,7 @@ from ..workloads import Workload
 from .common import Run, Skipped, failure, has_server, loaded_reader, measure_into, number, record, system_locations
 
 EXPERIMENT = "breakdown"
+SEED = "003"
 IN_NAMESPACE = "same namespace"
 LOCAL_READ_SYSTEM = "localfs"
 CLIENT_TIMEOUT_S = 3600
@@ -65,11 +72,12 @@ def run(config: dict, out_dir=None, progress: bool = True) -> Run:
         run.skipped.extend(Skipped(system, location, "every placement", str(why)) for location, system in pairs)
         pairs, hop = [], None
     try:
-        with ServicePool(config["endpoints"], hop=hop) as services:
+        with ServicePool(config["endpoints"], hop=hop) as services, ExitStack() as stack:
+            toxiproxy = _toxiproxy(stack) if pairs and config.get("net_profiles") else None
             for location, system in pairs:
                 with loaded_reader(system, location, dataset, config["format"], 1, progress=progress,
                                    services=services) as reader:
-                    _placements(run, hop, reader, workload, location, config["link_rates"], measure_opts)
+                    _placements(run, hop, reader, workload, location, config, measure_opts, toxiproxy)
     finally:
         if hop is not None:
             hop.delete()
@@ -98,23 +106,39 @@ def _local_reads(run, dataset, workload, config, locations, measure_opts, progre
             measure_into(run, reader, workload, location=location, **measure_opts)
 
 
-def _placements(run, hop, reader, workload, location, link_rates, measure_opts) -> None:
+def _toxiproxy(stack: ExitStack):
+    from ..services import local_service
+
+    return stack.enter_context(local_service("toxiproxy"))
+
+
+def _placements(run, hop, reader, workload, location, config, measure_opts, toxiproxy) -> None:
     """One pass per placement per round, the placements' order rotating each round, so that a
     server still warming up (Cassandra's JIT) or a busy moment weighs on every placement alike.
-    The first ``warmup`` round is not recorded; every pass is verified."""
+    The first ``warmup`` round is not recorded; every pass is verified. A placement is (label,
+    link rate, reader, measured network profile or None); the in-namespace client has rate None."""
     cold = location == "disk-cold"
-    placements = [(IN_NAMESPACE, None), *((hop_label(rate), rate) for rate in link_rates)]
-    passes: dict[str, list] = {label: [] for label, _ in placements}
+    placements = [(IN_NAMESPACE, None, None, None),
+                  *((hop_label(rate), rate, reader, None) for rate in config["link_rates"])]
+    passes: dict[str, list] = {label: [] for label, *_ in placements}
     warmup = int(measure_opts["warmup"])
     try:
-        with NamespaceClient(hop, reader, workload) as inside:
-            for n in range(warmup + measure_opts["repeats"]):
-                for label, rate in placements[n % len(placements):] + placements[:n % len(placements)]:
+        with ExitStack() as stack:
+            for name in config.get("net_profiles", []):
+                placed = _profile_placement(run, stack, hop, reader, name, toxiproxy)
+                if placed:
+                    placements.append(placed)
+                    passes[name] = []
+            inside = stack.enter_context(NamespaceClient(hop, reader, workload))
+            rounds = tqdm(range(warmup + measure_opts["repeats"]), unit="round", leave=False,
+                          desc=f"breakdown {reader.store.name} ({len(placements)} placements)")
+            for n in rounds:
+                for label, rate, client, _ in placements[n % len(placements):] + placements[:n % len(placements)]:
                     hop.shape(None if rate in (None, "unshaped") else rate)
                     if n == 0 and rate is not None:
                         run.notes.append(f"{reader.store.name}, {label}: tc reports {hop.qdiscs()}")
                     one = inside.measure_pass(cold) if rate is None else \
-                        measure(reader, workload, 1, cold=cold, warmup=False)[0]
+                        measure(client, workload, 1, cold=cold, warmup=False)[0]
                     if n >= warmup:
                         one.repeat = n - warmup
                         passes[label].append(one)
@@ -123,8 +147,30 @@ def _placements(run, hop, reader, workload, location, link_rates, measure_opts) 
     finally:
         hop.shape(None)
     fields = {k: measure_opts[k] for k in ("dataset", "format", "scale", "seed")}
+    nets = {label: net for label, _, _, net in placements}
     for label, measured in passes.items():
-        record(run, reader, workload, measured, location=location, network=label, **fields)
+        record(run, reader, workload, measured, location=location, network=label, net=nets[label], **fields)
+
+
+def _profile_placement(run, stack: ExitStack, hop, reader, name: str, toxiproxy):
+    """(label, rate, reader through the profile, measured profile); None (and a Skipped entry) if
+    the system's client cannot be routed through it."""
+    store = reader.store
+    path = stack.enter_context(NetworkPath(name, hop=hop, toxiproxy=toxiproxy))
+    try:
+        endpoint = path.route(store.endpoint)
+    except ProfileNotSupported as why:
+        run.skipped.append(Skipped(store.name, "-", f"network profile {name}", str(why)))
+        return None
+    net = path.measure()
+    through = get_store_class(store.name)(endpoint, namespace=store.namespace)
+    stack.callback(through.close)
+    through.root = store.root  # the server's files are on this machine: evictable for disk-cold
+    run.notes.append(f"{store.name}, {name}: {net['net_path']}; measured before use: RTT "
+                     f"{net['net_rtt_ms']:.3f} ms (median of 64-byte echoes), {net['net_throughput_mbit']:.0f} Mbit/s")
+    client = ObjectReader(through, reader.format, reader.samples_per_object, reader.checksums, reader.sizes,
+                          reader.n_samples)
+    return name, path.profile.rate or "unshaped", client, net
 
 
 # ------------------------------------------------------------------ the client inside the namespace
@@ -202,7 +248,7 @@ def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
     local = summary[summary.network == LOCAL_NETWORK].set_index(["dataset", "location"])
     inside = summary[summary.network == IN_NAMESPACE].set_index(["system", "dataset", "location"])
     out = []
-    for _, hop in summary[summary.network.str.startswith("veth")].iterrows():
+    for _, hop in summary[~summary.network.isin([LOCAL_NETWORK, IN_NAMESPACE])].iterrows():
         key = (hop.system, hop.dataset, hop.location)
         if key not in inside.index:
             continue
@@ -219,6 +265,20 @@ def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
             "network_share": network_s / hop["mean"],
         })
     return pd.DataFrame(out)
+
+
+def compared_hop(parts: pd.DataFrame) -> str:
+    """The hop compared with the paper: a network profile (it has the LAN's latency) if one was
+    measured, else the last link rate (the shaped veth pair)."""
+    profiles = [n for n in dict.fromkeys(parts.network) if n in PROFILES and n != "unshaped"]
+    return profiles[-1] if profiles else parts.network.iloc[-1]
+
+
+def profile_measurements(rows: pd.DataFrame) -> pd.DataFrame:
+    """The network profiles' RTT and throughput, measured before use (one row per server and profile)."""
+    measured = rows.dropna(subset=["net_profile"]) if "net_profile" in rows else rows.iloc[0:0]
+    return measured.drop_duplicates(["system", "location", "network"])[["system", "location", "network",
+                                                                        *NET_COLUMNS[1:]]].reset_index(drop=True)
 
 
 def paper_reference() -> pd.DataFrame:
@@ -240,7 +300,7 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
     left.set(title="Sequential read, 1 sample per request: where the client sits", ylabel="download time (s)",
              xlabel="")
     left.tick_params(axis="x", rotation=30)
-    shaped = parts[parts.network == parts.network.iloc[-1]] if len(parts) else parts
+    shaped = parts[parts.network == compared_hop(parts)] if len(parts) else parts
     shares = pd.concat([shaped, paper_reference()], ignore_index=True)
     labels = [f"{s} ({loc})" if isinstance(loc, str) else s for s, loc in zip(shares.system, shares.get("location"))]
     bottom = np.zeros(len(shares))
@@ -260,15 +320,16 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
     return fig
 
 
-def findings(parts: pd.DataFrame, n_samples: int):
-    from ..reporting import Findings
+def findings(parts: pd.DataFrame, n_samples: int, net: pd.DataFrame | None = None):
+    """``net``: profile_measurements(rows), to say what the last hop's RTT and throughput were."""
+    from ..findings import Findings
 
     ref = FIG3_CASSANDRA
     if parts.empty:
         why = (f"No server was placed behind a network hop (see the list of what was not measured); the paper "
                f"put Cassandra's network share at ~{ref['network_share']:.0%}.")
         return Findings(why, why)
-    last = parts.network.iloc[-1]
+    last = compared_hop(parts)
     shaped = parts[parts.network == last]
     lines = ["| system | location | across hop (s) | network | local read | server processing | "
              "network vs paper |", "|---|---|---|---|---|---|---|"]
@@ -280,7 +341,7 @@ def findings(parts: pd.DataFrame, n_samples: int):
     cass = shaped[shaped.system.str.startswith("cassandra")]
     focus = cass.iloc[0] if len(cass) else shaped.iloc[0]
     headline = (f"{focus.system}, sequential one-by-one reads of {n_samples} samples across a {last} hop: "
-                f"network {focus.network_share:.1%} (paper ~{ref['network_share']:.0%}), local read "
+                f"network {focus.network_share:.1%}{_noise(focus)} (paper ~{ref['network_share']:.0%}), local read "
                 f"{number(focus.local_read_share, '.1%')} (~{ref['local_read_share']:.0%}), server processing "
                 f"{number(focus.processing_share, '.1%')} (~{ref['processing_share']:.0%}) of download time.")
     text = "\n".join([
@@ -294,12 +355,50 @@ def findings(parts: pd.DataFrame, n_samples: int):
         "",
         *lines,
         "",
-        "The hop here is a veth pair inside one kernel: it adds per-packet work but no wire and no switch, and "
-        "this kernel has no `sch_netem` to add latency, so the network share is a lower bound on a real LAN's. "
+        *_hop_text(last, net),
         "Objects of a few hundred bytes are far below what 1 Gbps limits, so shaping changes little; the "
         "server's own processing dominates, as in the paper.",
     ])
-    return Findings(headline, text)
+    return Findings(headline, text, overview_metrics(parts))
+
+
+def _hop_text(last: str, net: pd.DataFrame | None) -> list[str]:
+    measured = net[net.network == last] if net is not None and len(net) else None
+    if measured is None or measured.empty:
+        return ["The hop here is a veth pair inside one kernel: it adds per-packet work but no wire and no switch, "
+                "and this kernel has no `sch_netem` to add latency, so the network share is a lower bound on a real "
+                "LAN's. "]
+    rtt, mbit = measured.net_rtt_ms.median(), measured.net_throughput_mbit.median()
+    return [f"The {last} profile was measured before use at a median RTT of {rtt:.3f} ms and {mbit:.0f} Mbit/s "
+            f"(the paper's numbers imply ~{FIG3_CASSANDRA['download_disk_s'] * FIG3_CASSANDRA['network_share'] / 60000 * 1000:.2f} ms "
+            "of network per request on its 1 GbE LAN), so its network share compares with the paper's on equal "
+            "terms of latency, not only bandwidth. "]
+
+
+
+def _noise(row) -> str:
+    """' (within noise: ±x%)' when the network time's 95% CI includes zero."""
+    if abs(row.network_s) > row.network_ci95:
+        return ""
+    return f" (within noise: ±{row.network_ci95 / row.download_s:.0%})"
+
+
+def overview_metrics(parts: pd.DataFrame) -> tuple:
+    """Per server, the network share of download time across the shaped veth pair and across the hop
+    compared with the paper, for the index; its CI is the network time's (hop - same namespace, both
+    CIs in quadrature) over the hop time."""
+    from ..findings import Metric
+
+    if parts.empty:
+        return ()
+    shaped = [n for n in dict.fromkeys(parts.network) if n.startswith("veth, tbf")]
+    hops = list(dict.fromkeys(shaped[-1:] + [compared_hop(parts)]))
+    metrics = []
+    for _, row in parts[parts.network.isin(hops)].iterrows():
+        column = f"network share of download time, sequential 1 per request, {row.location}, {row.network} (breakdown)"
+        metrics.append(Metric(row.system, column, float(row.network_share), float(row.network_ci95 / row.download_s),
+                              0.0, "%"))
+    return tuple(metrics)
 
 
 if __name__ == "__main__":

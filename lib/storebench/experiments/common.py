@@ -1,15 +1,17 @@
 """What every experiment does: put a dataset in a store at a location, then measure workloads."""
 from __future__ import annotations
 
+import errno
 from contextlib import contextmanager
 from typing import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
-from tqdm import tqdm
+from ..progress import tqdm
 
 from ..datasets import Dataset
 from ..formats import get_format
+from ..locations import COLD_LOCATIONS
 from ..readers import ArrayReader, NotSupported, ObjectReader
 from ..results import LOCAL_NETWORK, ResultWriter
 from ..stores import get_store_class
@@ -46,7 +48,8 @@ class Run:
 @contextmanager
 def loaded_reader(system: str, location: str, dataset: Dataset, format: str, samples_per_object: int,
                   progress: bool = True, services: ServicePool | None = None):
-    """A reader over ``system`` at ``location`` holding ``dataset``; the store is emptied after."""
+    """A reader over ``system`` at ``location`` holding ``dataset``; the store is emptied after.
+    A failed ingest is a MeasurementFailed naming the system and what to do."""
     with open_system(system, location, services) as store:
         try:
             if store.capabilities.array_native:
@@ -54,9 +57,24 @@ def loaded_reader(system: str, location: str, dataset: Dataset, format: str, sam
             else:
                 reader = ObjectReader.ingest(store, dataset, get_format(format), samples_per_object,
                                              progress=progress)
+        except Exception as error:
+            _clear_quietly(store)
+            raise MeasurementFailed(f"{store.name} failed during ingest at {location}: {type(error).__name__}: "
+                                    f"{str(error).rstrip('.')}. {what_to_do(error)} No result of this run was recorded."
+                                    ) from error
+        try:
             yield reader
-        finally:
-            store.clear()
+        except BaseException:
+            _clear_quietly(store)  # the server may be what failed: keep the first error
+            raise
+        store.clear()
+
+
+def _clear_quietly(store) -> None:
+    try:
+        store.clear()
+    except Exception:  # noqa: BLE001 - reporting the failure that got us here matters more
+        pass
 
 
 def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats: int, dataset: str,
@@ -64,8 +82,9 @@ def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats
     """Measure ``workload`` and add its rows to ``run``; False (and a Skipped entry) if unsupported."""
     store = reader.store
     try:
-        passes = measure(reader, workload, repeats, cold=(location == "disk-cold"), warmup=warmup,
-                         progress=progress, desc=f"{store.name} {workload.label} {location}")
+        passes = measure(reader, workload, repeats, cold=location in COLD_LOCATIONS, warmup=warmup,
+                         progress=progress, desc=f"{store.name} {workload.label} {location}",
+                         restart_server=location == "disk-cold")
     except NotSupported as why:
         run.skipped.append(Skipped(store.name, location, workload.label, str(why)))
         return False
@@ -77,12 +96,35 @@ def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats
 
 def failure(system: str, workload: Workload, location: str, error: BaseException) -> MeasurementFailed:
     return MeasurementFailed(f"{system} failed during {workload.label} at {location}: "
-                             f"{type(error).__name__}: {error}. No result of this run was recorded.")
+                             f"{type(error).__name__}: {str(error).rstrip('.')}. {what_to_do(error)} "
+                             "No result of this run was recorded.")
+
+
+def what_to_do(error: BaseException) -> str:
+    """The fix for the faults a user meets: a full disk, a reset connection, a server too slow."""
+    chain, seen = [], error
+    while seen is not None and len(chain) < 10:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    text = " ".join(f"{type(e).__name__} {e}" for e in chain).lower()
+    if any(getattr(e, "errno", None) == errno.ENOSPC for e in chain) or any(
+            words in text for words in ("no space left", "storage full", "storagefull", "free drive threshold")):
+        return ("The store's location is out of space: free space there, or put the store where the dataset "
+                "fits (a larger disk or tmpfs), then re-run.")
+    if any(isinstance(e, TimeoutError) for e in chain) or "timeout" in text or "timed out" in text:
+        return ("The server did not answer within the client's timeout: check that it is running and not "
+                "overloaded (its log), and the network to it, or raise the store's `timeout` option; then re-run.")
+    if any(isinstance(e, ConnectionError) for e in chain) or any(
+            words in text for words in ("reset by peer", "connection reset", "closed by server", "connectionerror")):
+        return ("The connection to the server was reset or closed: check the server's log and the network "
+                "between client and server, then re-run.")
+    return "Check the server's log and the message above, then re-run."
 
 
 def record(run: Run, reader, workload: Workload, passes, *, location: str, dataset: str, format: str, scale: str,
-           seed: int, network: str = LOCAL_NETWORK) -> None:
-    """Add measured passes to ``run`` with their workload, versions and ``network`` (where the client sat)."""
+           seed: int, network: str = LOCAL_NETWORK, net: dict | None = None) -> None:
+    """Add measured passes to ``run`` with their workload, versions and ``network`` (where the client sat);
+    ``net``: the measured network profile between them (storebench.netprofiles.NetworkPath.measure)."""
     store = reader.store
     run.writer.add(passes, system=store.name, dataset=dataset,
                    format="array" if store.capabilities.array_native else format,
@@ -91,7 +133,7 @@ def record(run: Run, reader, workload: Workload, passes, *, location: str, datas
                    location=location, network=network, n_samples=workload.n_samples,
                    system_version=store.system_version(),
                    client_version=f"{store.client_package} {package_version(store.client_package)}",
-                   scale=scale, seed=seed)
+                   client_config=store.client_config(), scale=scale, seed=seed, net=net)
 
 
 def system_locations(systems, locations, run: Run) -> list[tuple[str, str]]:
@@ -115,7 +157,8 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
           on_loaded: Callable[..., None] | None = None) -> None:
     """Measure ``plan(n_samples, samples_per_object)`` for every system x location x dataset x format x
     granularity, ingesting once per combination; one local server runs at a time. ``on_loaded(reader,
-    location=, dataset=, format=, samples_per_object=)`` runs after each ingest (e.g. disk usage)."""
+    location=, dataset=, format=, samples_per_object=)`` runs after each ingest (e.g. disk usage).
+    Servers at ``disk-cold`` only on ``config["restart_datasets"]`` (default: all; see restart_skipped)."""
     from .. import datasets as data
 
     loaded = {name: data.load(name, config["n_samples"]) for name in datasets}
@@ -125,6 +168,10 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
     with ServicePool(config["endpoints"]) as services:
         for location, system, name, fmt, spo in tqdm(combos, desc=run.writer.experiment, unit="config",
                                                      disable=not progress):
+            why_not = restart_skipped(config, location, system, name)
+            if why_not:
+                run.skipped.append(Skipped(system, location, f"every workload on {name}", why_not))
+                continue
             try:
                 with loaded_reader(system, location, loaded[name], fmt, spo, progress=progress,
                                    services=services) as reader:
@@ -136,6 +183,17 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
                                      warmup=config.get("warmup", True))
             except LocationNotSupported as why:
                 run.skipped.append(Skipped(system, location, "every workload", str(why)))
+
+
+def restart_skipped(config: dict, location: str, system: str, dataset: str) -> str | None:
+    """Why ``system`` is not measured at ``disk-cold`` on ``dataset``, or None. A server is restarted
+    before every cold repeat (1-45 s each here), so a scale may restart on fewer datasets
+    (params ``restart_datasets``; ``[]``: servers only at ``disk-cold-pagecache``)."""
+    restart_datasets = config.get("restart_datasets")
+    if location != "disk-cold" or restart_datasets is None or dataset in restart_datasets or not has_server(system):
+        return None
+    return (f"disk-cold restarts the server before every repeat; at this scale only on "
+            f"{', '.join(restart_datasets) or 'no dataset'} (params.yaml restart_datasets)")
 
 
 def has_server(system: str) -> bool:

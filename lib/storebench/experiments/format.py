@@ -11,6 +11,7 @@ from ..workloads import Workload
 from .common import Run, number, sweep
 
 EXPERIMENT = "format"
+SEED = "003"
 
 
 def run(config: dict, out_dir=None, progress: bool = True) -> tuple[Run, pd.DataFrame]:
@@ -83,7 +84,7 @@ def paper_reference() -> pd.DataFrame:
 
 
 def findings(summary: pd.DataFrame, usage: pd.DataFrame):
-    from ..reporting import Findings
+    from ..findings import Findings
 
     r = ratios(summary, usage)
     ref = paper_reference()
@@ -112,4 +113,17 @@ def findings(summary: pd.DataFrame, usage: pd.DataFrame):
         "block per file: the paper's raw size on disk (236 MB for 60k files) is mostly block allocation, which only "
         "`localfs` (one file per object) reproduces. Decode time is the client's, measured apart from download.",
     ])
-    return Findings(headline, text)
+    return Findings(headline, text, overview_metrics(usage))
+
+
+def overview_metrics(usage: pd.DataFrame) -> tuple:
+    """Per system, pickle / raw space for the index (one measurement of each: no CI)."""
+    from ..findings import Metric
+
+    space = usage.pivot_table(index="system", columns="format", values="usage_bytes", sort=False)
+    if not {"pickle", "raw"} <= set(space.columns):
+        return ()
+    dataset = usage.dataset.iloc[0] if "dataset" in usage else "MNIST"
+    column = f"pickle / raw PNG space, {dataset} (format)"
+    return tuple(Metric(system, column, float(row.pickle / row.raw), None, 1.0, "x")
+                 for system, row in space.iterrows() if row.raw > 0)

@@ -11,6 +11,7 @@ from ..workloads import Workload
 from .common import Run, number, sweep
 
 EXPERIMENT = "granularity"
+SEED = "003"
 
 
 def workloads(config: dict, n_samples: int, spo: int) -> list[Workload]:
@@ -58,7 +59,7 @@ def figure(summary: pd.DataFrame):
 
 
 def findings(summary: pd.DataFrame):
-    from ..reporting import Findings
+    from ..findings import Findings
 
     part = summary[summary.access == "random-objects"]
     lines = ["| dataset | system | k | time at 1/object | best samples/object | time there | gain |", "|---|---|---|---|---|---|---|"]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
+from ..progress import tqdm
 
 from .. import datasets
 from ..config import params_hash
@@ -41,6 +41,7 @@ EXPERIMENT = "training"
 TRAINING_COLUMNS = ["batch_size", "workers", "loader", "epoch_seconds", "data_wait_seconds", "compute_seconds",
                     "utilisation", "emulated_compute_s", "final_loss", "steps", "first_step_seconds",
                     "start_method", "torch_version", "torch_threads"]
+SEED = "003"
 CONFIG_KEYS = ["system", "location", "samples_per_object", "loader", "batch_size", "workers", "emulated_compute_s"]
 # Seed 003 Sec 5.5 gives no table for Fig 8; its text gives these (their hardware: Emulab d430,
 # 1 GbE, Redis on another node; LeNet-5 on the CPU, full MNIST).
@@ -425,7 +426,7 @@ def figure(summary: pd.DataFrame):
 
 def findings(summary: pd.DataFrame, local: str = "localfs", remote: str = "redis"):
     """The paper's Sec 5.5 findings next to ours, in numbers."""
-    from ..reporting import Findings
+    from ..findings import Findings
 
     real = summary[summary.emulated_compute_s == 0]
     ratio = ratios(real, local, remote)
@@ -492,4 +493,24 @@ def findings(summary: pd.DataFrame, local: str = "localfs", remote: str = "redis
         "Ratios are within one run. Utilisation is DLIO/MLPerf Storage's: compute time / epoch time after the first "
         "step; 1.0 means the model never waited for data.",
     ])
-    return Findings(headline, text)
+    return Findings(headline, text, overview_metrics(summary))
+
+
+def overview_metrics(summary: pd.DataFrame, batch_size: int = 256) -> tuple:
+    """Per system, batched vs per-sample epoch-time speed-up at ``batch_size`` (real LeNet-5 step),
+    one column per worker count measured (fewest and most)."""
+    from ..findings import ratio
+
+    real = summary[(summary.emulated_compute_s == 0) & (summary.batch_size == batch_size)]
+    if real.empty or not {"per-sample", "batched"} <= set(real.loader):
+        return ()
+    metrics = []
+    for workers in sorted({real.workers.min(), real.workers.max()}):
+        at = real[real.workers == workers].set_index(["system", "loader"])
+        column = f"batched / per-sample loader speed-up, batch {batch_size}, {workers} workers (training)"
+        for system in dict.fromkeys(s for s, _ in at.index):
+            if (system, "batched") in at.index and (system, "per-sample") in at.index:
+                one, batched = at.loc[(system, "per-sample")], at.loc[(system, "batched")]
+                metrics.append(ratio(system, column, one.epoch_mean, one.epoch_ci95, batched.epoch_mean,
+                                     batched.epoch_ci95))
+    return tuple(metrics)

@@ -1,4 +1,4 @@
-"""Real servers run locally for the benchmarks: Redis, Cassandra, MinIO, FerretDB, Ceph.
+"""Real servers run locally for the benchmarks: Redis, Cassandra, MinIO, FerretDB, Ceph, Ceph RGW.
 
     from storebench.services import local_service
     with local_service("redis", workdir, "memory") as svc:
@@ -17,6 +17,8 @@ from .ceph import CephService
 from .ferretdb import FerretDBService
 from .minio import MinioService
 from .redis import RedisService
+from .rgw import RgwService
+from .toxiproxy import ToxiproxyAPI, ToxiproxyService
 
 LOCAL_SERVICES: dict[str, type[LocalService]] = {
     "redis": RedisService,
@@ -24,10 +26,14 @@ LOCAL_SERVICES: dict[str, type[LocalService]] = {
     "minio": MinioService,
     "mongodb-ferretdb": FerretDBService,
     "ceph": CephService,
+    "rgw": RgwService,  # S3 on its own Ceph
 }
 
+# Not storage systems: what sits between a client and a server (storebench.netprofiles).
+NETWORK_SERVICES: dict[str, type[LocalService]] = {"toxiproxy": ToxiproxyService}
+
 # Names also accepted by local_service() (and the CLI) for convenience.
-ALIASES = {"ferretdb": "mongodb-ferretdb", "mongodb": "mongodb-ferretdb", "rados": "ceph", "s3": "minio"}
+ALIASES = {"ferretdb": "mongodb-ferretdb", "mongodb": "mongodb-ferretdb", "rados": "ceph", "s3": "minio", "radosgw": "rgw"}
 
 
 def local_service(system: str, workdir: Path | str | None = None, location: str = "disk",
@@ -36,11 +42,13 @@ def local_service(system: str, workdir: Path | str | None = None, location: str 
     ``<repo>/work/services`` (``$STOREBENCH_WORK/services``). ``host``/``netns``: bind that
     address inside that network namespace (see storebench.netns) instead of 127.0.0.1 here."""
     name = ALIASES.get(system, system)
-    if name not in LOCAL_SERVICES:
-        raise ValueError(f"unknown local service {system!r}; valid: {', '.join(LOCAL_SERVICES)}")
+    known = {**LOCAL_SERVICES, **NETWORK_SERVICES}
+    if name not in known:
+        raise ValueError(f"unknown local service {system!r}; valid: {', '.join(known)}")
     workdir = Path(workdir) if workdir is not None else default_workdir()
-    return LOCAL_SERVICES[name](workdir, location, port, host=host, netns=netns)
+    return known[name](workdir, location, port, host=host, netns=netns)
 
 
-__all__ = ["LOCAL_SERVICES", "LocalService", "ServiceError", "local_service", "default_workdir",
-           "RedisService", "CassandraService", "MinioService", "FerretDBService", "CephService"]
+__all__ = ["LOCAL_SERVICES", "NETWORK_SERVICES", "LocalService", "ServiceError", "local_service", "default_workdir",
+           "RedisService", "CassandraService", "MinioService", "FerretDBService", "CephService", "RgwService",
+           "ToxiproxyAPI", "ToxiproxyService"]

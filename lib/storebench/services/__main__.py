@@ -1,6 +1,6 @@
 """python -m storebench.services {start,stop,status,version,wipe} SYSTEM [--location memory|disk]
 
-SYSTEM: redis, cassandra, minio, mongodb-ferretdb (or ferretdb), ceph, or "all".
+SYSTEM: redis, cassandra, minio, mongodb-ferretdb (or ferretdb), ceph, or "all"; also toxiproxy.
 ``start`` leaves the server running after the command exits (prints its endpoint as JSON);
 ``stop`` stops it by its pidfile; ``version`` asks a running server (or starts one briefly).
 Work dir: --workdir, else $STOREBENCH_WORK/services, else <repo>/work/services.
@@ -13,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import ALIASES, LOCAL_SERVICES, ServiceError, local_service
+from . import ALIASES, LOCAL_SERVICES, NETWORK_SERVICES, ServiceError, local_service
 from .base import default_workdir
 
 
@@ -38,15 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m storebench.services", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("command", choices=["start", "stop", "status", "version", "wipe"])
-    ap.add_argument("system", help=f"one of: {', '.join(LOCAL_SERVICES)}, all")
+    ap.add_argument("system", help=f"one of: {', '.join([*LOCAL_SERVICES, *NETWORK_SERVICES])}, all")
     ap.add_argument("--location", choices=["memory", "disk"], default="disk")
     ap.add_argument("--port", type=int, default=None)
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args(argv)
     args.workdir = (args.workdir or default_workdir()).resolve()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    if args.system != "all" and ALIASES.get(args.system, args.system) not in LOCAL_SERVICES:
-        ap.error(f"unknown system {args.system!r}; valid: {', '.join(LOCAL_SERVICES)}, all")
+    if args.system != "all" and ALIASES.get(args.system, args.system) not in {**LOCAL_SERVICES, **NETWORK_SERVICES}:
+        ap.error(f"unknown system {args.system!r}; valid: {', '.join([*LOCAL_SERVICES, *NETWORK_SERVICES])}, all")
     status = 0
     for svc in _services(args):
         try:

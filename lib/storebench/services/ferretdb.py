@@ -14,6 +14,7 @@ class FerretDBService(LocalService):
     default_port = 27017
     install_script = "install-ferretdb.sh"
     ready_timeout = 30.0
+    backend = "SQLite"  # named in every row's system version: FerretDB's speed is its backend's
 
     @property
     def debug_port(self) -> int:
@@ -65,11 +66,11 @@ class FerretDBService(LocalService):
         finally:
             c.close()
         ferret = info.get("ferretdbVersion") or info.get("ferretdb", {}).get("version") or "?"
-        return f"FerretDB {ferret} (SQLite)"
+        return f"FerretDB {ferret} ({self.backend} backend)"
 
     def endpoint(self) -> dict:
         return {"system": self.system, "host": self.host, "port": self.port,
                 "uri": f"mongodb://{self.host}:{self.port}/?directConnection=true",
                 "username": None, "password": None,
-                "label": "MongoDB API (FerretDB/SQLite)",
+                "label": f"MongoDB API (FerretDB/{self.backend})", "backend": self.backend,
                 "readyz_url": f"http://{self.host}:{self.debug_port}/debug/readyz"}

@@ -19,9 +19,13 @@ STORES: dict[str, str] = {
     "tensorstore-zarr": "storebench.stores.tensorstore:TensorStoreZarrStore",
     "redis": "storebench.stores.redis:RedisStore",
     "mongodb-api": "storebench.stores.mongodb:MongoDBStore",
+    "mongodb-api-concurrent": "storebench.stores.mongodb:MongoDBConcurrentStore",
     "cassandra": "storebench.stores.cassandra:CassandraStore",
     "cassandra-async": "storebench.stores.cassandra:CassandraAsyncStore",
-    "minio": "storebench.stores.minio:MinioStore",
+    "minio": "storebench.stores.s3:MinioStore",  # S3 stores: server + client (minio-py or obstore)
+    "minio-obstore": "storebench.stores.s3:MinioObstoreStore",
+    "rgw": "storebench.stores.s3:RgwStore",
+    "rgw-obstore": "storebench.stores.s3:RgwObstoreStore",
     "ceph": "storebench.stores.ceph:CephStore",
 }
 

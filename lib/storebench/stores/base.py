@@ -85,6 +85,11 @@ class Store(ABC):
     def system_version(self) -> str:
         return f"{self.name} {package_version(self.client_package)}"
 
+    def client_config(self) -> str:
+        """How the client library is set up, checked on the running client (e.g. which C
+        extensions it really uses): stores whose client has speed options say which are on."""
+        return f"{self.client_package} {package_version(self.client_package)}, as installed"
+
     def __enter__(self):
         return self
 
@@ -106,9 +111,19 @@ class ServerStore(Store):
 
     service: ClassVar[str]  # name in storebench.services.LOCAL_SERVICES
 
+    def __new__(cls, *args, **kwargs):
+        store = super().__new__(cls)
+        store._opened_with = (args, kwargs)  # for reconnect()
+        return store
+
     def __init__(self, endpoint: dict, namespace: str = "storebench", service=None):
         self.endpoint, self.namespace, self.local = endpoint, namespace, service
         self.root = Path(service.data_dir) if service is not None else None
+
+    def reconnect(self) -> None:
+        """After ``close()``: a new client, opened as the first one was (e.g. the server restarted)."""
+        args, kwargs = self._opened_with
+        self.__init__(*args, **kwargs)
 
     def files(self):
         if self.root is None:
@@ -153,6 +168,7 @@ class ArrayStore(ABC):
     reopen = Store.reopen
     close = Store.close
     system_version = Store.system_version
+    client_config = Store.client_config
     __enter__ = Store.__enter__
     __exit__ = Store.__exit__
 

@@ -13,7 +13,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, N
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import DCAwareRoundRobinPolicy
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
 
 
 class CassandraStore(ServerStore):
@@ -104,6 +104,21 @@ class CassandraStore(ServerStore):
 
     def close(self):
         self.cluster.shutdown()
+
+    def client_config(self):
+        """The driver's C extensions in use (its wheel ships them: libev reactor, Cython core, cmurmur3)."""
+        import types
+
+        import cassandra.cluster
+        import cassandra.metadata
+        from cassandra import protocol
+
+        compiled = cassandra.cluster.__file__.endswith(".so")
+        c_murmur = isinstance(cassandra.metadata.murmur3, types.BuiltinFunctionType)
+        return (f"cassandra-driver {package_version('cassandra-driver')}: {self.cluster.connection_class.__name__} "
+                f"reactor, C extensions: {'Cython-compiled core' if compiled else 'none (pure Python)'}, "
+                f"{'Cython' if getattr(protocol, 'HAVE_CYTHON', False) else 'Python'} row parser, "
+                f"murmur3 {'cmurmur3 (C)' if c_murmur else 'pure Python'}")
 
     def system_version(self):
         release = self.session.execute("SELECT release_version FROM system.local").one().release_version

@@ -4,12 +4,23 @@
 ``read="pipeline"`` sends one HGET per key in one pipeline (one round trip, per-key
 commands), and ``layout="keys"`` stores plain keys read with MGET (no hash: each object is a
 top-level key, which Redis Cluster could spread across shards; a hash cannot be split).
+
+``parser``: how redis-py parses replies. "default" is what redis-py picks: the hiredis C parser
+when the ``hiredis`` package is installed (redis-py's recommendation for speed; env/requirements.in
+installs it), else its pure-Python parser; "hiredis" and "python" force one (for the comparison
+in storebench.experiments.clients).
 """
 from __future__ import annotations
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+from redis._parsers import _HiredisParser, _RESP2Parser
+from redis.utils import HIREDIS_AVAILABLE
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
+
+PARSERS = {"hiredis": _HiredisParser, "python": _RESP2Parser}
 
 
 class RedisStore(ServerStore):
@@ -19,13 +30,21 @@ class RedisStore(ServerStore):
     service = "redis"
 
     def __init__(self, endpoint: dict, namespace: str = "storebench", read: str = "hmget", layout: str = "hash",
-                 service=None):
+                 service=None, timeout: float = 60.0, parser: str = "default"):
         super().__init__(endpoint, namespace, service)
         if read not in ("hmget", "pipeline") or layout not in ("hash", "keys"):
             raise ValueError("RedisStore: read must be 'hmget' or 'pipeline', layout 'hash' or 'keys'")
-        self.read, self.layout = read, layout
-        self.client = redis.Redis.from_url(endpoint["url"]) if "url" in endpoint else redis.Redis(
-            host=endpoint["host"], port=endpoint["port"], password=endpoint.get("password"))
+        if parser not in ("default", *PARSERS):
+            raise ValueError(f"RedisStore: parser must be 'default', 'hiredis' or 'python', got {parser!r}")
+        if parser == "hiredis" and not HIREDIS_AVAILABLE:
+            raise ValueError("RedisStore: parser 'hiredis' needs the hiredis package (env/requirements.in)")
+        self.read, self.layout, self.timeout = read, layout, timeout
+        # Each request gives up after ``timeout`` s, and is not retried: a retry would hide the fault.
+        options = dict(socket_timeout=timeout, socket_connect_timeout=min(timeout, 10.0), retry=Retry(NoBackoff(), 0))
+        self.client = redis.Redis.from_url(endpoint["url"], **options) if "url" in endpoint else redis.Redis(
+            host=endpoint["host"], port=endpoint["port"], password=endpoint.get("password"), **options)
+        if parser in PARSERS:  # before the first connection is made
+            self.client.connection_pool.connection_kwargs["parser_class"] = PARSERS[parser]
         try:
             self.client.ping()  # fail here, clearly, on a wrong password or a dead server
         except redis.AuthenticationError as error:
@@ -99,6 +118,16 @@ class RedisStore(ServerStore):
 
     def close(self):
         self.client.close()
+
+    def client_config(self):
+        connection = self.client.connection_pool.get_connection()
+        try:
+            parser = type(connection._parser)
+        finally:
+            self.client.connection_pool.release(connection)
+        how = (f"hiredis {package_version('hiredis')} C reply parser" if parser is _HiredisParser
+               else f"pure-Python reply parser ({parser.__name__})")
+        return f"redis-py {package_version('redis')} + {how}"
 
     def system_version(self):
         return f"Redis {self.client.info('server')['redis_version']}"
