@@ -33,6 +33,7 @@ def check_access_pattern_results(csv: Path, scale: str):
 
 
 NOTEBOOKS = ["access_pattern", "location", "format", "granularity", "breakdown", "training"]
+SEED001 = {"dataloaders": "systems", "scalability": "systems", "resources": "systems", "embeddings": "tables"}
 
 
 def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
@@ -46,6 +47,7 @@ def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
     assert "paper" in recorded["headline"] and recorded["seed"] == "003"
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page
+    assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page  # the figure itself, not its repr
     assert list((out / "raw" / name).glob("*.parquet"))
     return rows
 
@@ -118,6 +120,8 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     for name in NOTEBOOKS:  # the notebook tests cover every system; here the DVC wiring is under test
         params["presets"]["smoke"].setdefault(name, {})["systems"] = ["localfs", "rocksdb"]
     params["presets"]["smoke"]["breakdown"]["systems"] = ["redis"]  # it places servers only
+    for name, key in SEED001.items():
+        params["presets"]["smoke"].setdefault(name, {})[key] = ["localfs", "rocksdb"]
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "STOREBENCH_ROOT": str(copy), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("STOREBENCH_PREPARED", None)
@@ -128,13 +132,17 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     assert repro.returncode == 0, repro.stdout[-3000:] + repro.stderr[-3000:]
     for name in NOTEBOOKS:
         check_report(copy / "reports", name)
+    for name in SEED001:
+        assert json.loads((copy / "reports" / f"{name}.findings.json").read_text())["seed"] == "001"
+        assert "Traceback" not in (copy / "reports" / f"{name}.html").read_text()
     index = (copy / "reports" / "index.html").read_text()
-    assert all(f'href="{name}.html"' in index for name in NOTEBOOKS) and "the paper saw" in index
+    assert all(f'href="{name}.html"' in index for name in [*NOTEBOOKS, *SEED001]) and "the paper saw" in index
+    assert "Britto" in index
     assert "Cheng &amp; Gunawi" in index and "<td>localfs</td>" in index
     again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=copy, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "didn't change, skipping" in again.stdout
     assert "Running stage" not in again.stdout
-    for page in NOTEBOOKS:  # progress bars reach the terminal, never the rendered report
+    for page in [*NOTEBOOKS, *SEED001]:  # progress bars reach the terminal, never the rendered report
         assert not re.search(r"\d+%\|[^|]*\| *\d+/\d+ \[", (copy / "reports" / f"{page}.html").read_text()), page
     with open(copy / "lib" / "storebench" / "experiments" / "format.py", "a") as module:
         module.write("\n# an edit to one experiment's module\n")

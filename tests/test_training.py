@@ -134,7 +134,7 @@ def test_store_opener_reopens_after_fork_and_pickles_without_the_handle(syntheti
     assert dataset.store is not store  # its own (read-only) handle, the ingest handle stays usable
     assert dataset.__getitems__([5, 6])[1][1].item() == synthetic.labels[6]
     clone = pickle.loads(pickle.dumps(dataset))
-    assert clone._store is None and clone[5][1].item() == synthetic.labels[5]
+    assert clone.handle._store is None and clone[5][1].item() == synthetic.labels[5]
     store.put_many([(0, store.get(0))])  # the ingesting handle can still write
     store.close()
 

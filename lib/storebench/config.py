@@ -145,8 +145,11 @@ def load_params(path: Path | str | None = None) -> dict:
 
 
 def experiment_config(name: str, scale: str | None = None, params: dict | None = None,
-                      overrides: dict | None = None) -> dict:
-    """Settings of experiment ``name`` at ``scale`` (default: params.yaml's ``scale``)."""
+                      overrides: dict | None = None, schema: dict | None = None) -> dict:
+    """Settings of experiment ``name`` at ``scale`` (default: params.yaml's ``scale``).
+
+    ``schema`` adds the keys of a family's own experiments (``key -> (type, check)``, as
+    ``experiment_schema``), so a new family brings its knobs without touching this module."""
     params = load_params() if params is None else params
     scale = scale or params.get("scale", "small")
     if scale not in SCALES:
@@ -161,7 +164,8 @@ def experiment_config(name: str, scale: str | None = None, params: dict | None =
     config.update(_mapping(params, name))
     config.update(preset.get(name, {}))
     config.update(overrides or {})
-    _check(config, experiment_schema(), where={k: _origin(k, name, scale, preset, overrides) for k in config})
+    _check(config, {**experiment_schema(), **(schema or {})},
+           where={k: _origin(k, name, scale, preset, overrides) for k in config})
     config["scale"] = scale
     return config
 
@@ -209,6 +213,10 @@ def _type_name(expected) -> str:
     if getattr(expected, "__origin__", None) is list:
         return f"a non-empty list of {expected.__args__[0].__name__}"
     return {int: "an integer", str: "a string", bool: "true or false", dict: "a mapping"}.get(expected, expected.__name__)
+
+
+# Checks a family's own schema may use (experiment_config(schema=...)).
+positive, choices, all_positive, all_non_negative = _positive, _choices, _all_positive, _all_non_negative
 
 
 def params_hash(fields: dict) -> str:

@@ -9,6 +9,9 @@ Neither has an official archive that matches the mirror's files (the full Sentim
 rows; FB15k-237's text train split is rebuilt from id files, see the mirror's README), so the
 mirror is the only source: a missing mirror is a clear ``DatasetMissing``.
 
+    python -m storebench.corpora fetch sentiment140 fb15k237     # mirror -> data/<name> (checked)
+    python -m storebench.corpora prepare sentiment140 fb15k237   # data/<name> -> prepared/<name>.npz
+
 Variable-length samples (tweets) are held as ``RaggedBytes``: one byte buffer plus offsets, the
 layout Arrow uses, so a million tweets are two arrays rather than a million Python objects.
 """
@@ -53,7 +56,9 @@ class RaggedBytes:
         return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
 
     def take(self, indices) -> "RaggedBytes":
-        return RaggedBytes.from_list([self[int(i)] for i in indices])
+        from .samples import take_ragged
+
+        return take_ragged(self, np.asarray(indices, dtype=np.int64))
 
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
@@ -165,6 +170,59 @@ def _present(folder: Path, name: str) -> Path:
     from .datasets import DatasetMissing
 
     if not _complete(folder, _mirror_spec(name)[1]):
-        raise DatasetMissing(f"{name} is not in {folder}. Obtain it from the mirror with "
-                             f"`python -c 'from storebench import corpora; corpora.fetch(\"{name}\")'`")
+        raise DatasetMissing(f"{name} is not in {folder}. Obtain it from the mirror with `make data` "
+                             f"(or `python -m storebench.corpora fetch {name}`).")
     return folder
+
+
+# --- prepared arrays (the DVC prepare stage) ------------------------------------------------------
+RAW_LOADERS = {"sentiment140": load_sentiment140_raw, "fb15k237": load_fb15k237_raw}
+
+
+def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path | None = None) -> Path:
+    """``prepared/<name>.npz``: the tweets as one byte buffer + offsets + labels, or the triples."""
+    from . import paths
+
+    _mirror_spec(name)
+    raw = RAW_LOADERS[name](Path(data_dir))
+    out_dir = Path(out_dir or paths.prepared_dir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.npz"
+    if isinstance(raw, TextCorpus):
+        np.savez(path, text_data=raw.texts.data, text_offsets=raw.texts.offsets, label=raw.labels)
+    else:
+        np.savez(path, triple=raw.triples, entities=raw.entities, relations=raw.relations)
+    return path
+
+
+def load_prepared(name: str, prepared_dir: Path | None = None):
+    """``prepared/<name>.npz`` as :class:`storebench.samples.Samples`."""
+    from . import paths
+    from .datasets import DatasetMissing
+    from .samples import Samples
+
+    _mirror_spec(name)
+    path = Path(prepared_dir or paths.prepared_dir()) / f"{name}.npz"
+    if not path.exists():
+        raise DatasetMissing(f"{path} does not exist. Run `make data && dvc repro prepare_corpus` "
+                             f"(or `python -m storebench.corpora prepare {name}`).")
+    with np.load(path) as arrays:
+        if "text_data" in arrays:
+            return Samples(name, "text", {"text": RaggedBytes(arrays["text_data"], arrays["text_offsets"]),
+                                          "label": arrays["label"]})
+        return Samples(name, "graph", {"triple": arrays["triple"]})
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m storebench.corpora")
+    parser.add_argument("action", choices=["fetch", "prepare"])
+    parser.add_argument("names", nargs="+", choices=sorted(MIRROR_DIRS))
+    args = parser.parse_args(argv)
+    for name in args.names:
+        print(f"{name}: {fetch(name) if args.action == 'fetch' else prepare(name)}")
+
+
+if __name__ == "__main__":
+    main()

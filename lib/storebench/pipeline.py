@@ -7,6 +7,10 @@ for a notebook stage, the modules the notebook imports, closed over every ``impo
 service registries name by dotted path. A stage whose closure starts servers also depends on their
 configuration templates (``env/conf``).
 
+A notebook stage's params are its own section and its own entry under each scale preset, plus
+the global preset values every experiment receives (``n_samples``, ``repeats``): so tuning one
+family's preset re-runs that family only.
+
     python -m storebench.pipeline check    # exit 1 and say which stage misses which file
     python -m storebench.pipeline write    # rewrite the deps of dvc.yaml from the imports
 """
@@ -138,15 +142,41 @@ def expected_deps(stage: dict) -> list[str]:
     return library_deps(cmd)
 
 
+def notebook_name(stage: dict) -> str | None:
+    match = re.search(rf"-m\s+{PACKAGE}\.notebooks\s+(\w+)", stage["cmd"])
+    return match.group(1) if match else None
+
+
+def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] | None:
+    """The params a notebook stage reads (see the module docstring); None for other stages."""
+    import yaml
+
+    name = notebook_name(stage)
+    if name is None:
+        return None
+    if params_yaml is None or not params_yaml.exists():
+        params_yaml = DVC_YAML.with_name("params.yaml")
+    params = yaml.safe_load(params_yaml.read_text())
+    scales = list(params["presets"])
+    global_keys = sorted({key for scale in scales for key, value in params["presets"][scale].items()
+                          if not isinstance(value, dict)})
+    return (["scale", "seed", "endpoints", name] + [f"presets.{s}.{k}" for s in scales for k in global_keys]
+            + [f"presets.{s}.{name}" for s in scales])
+
+
 def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
-    """Per stage, the library files it should list but does not ('missing') and those it lists but
-    does not import ('extra'); empty when dvc.yaml matches the imports."""
+    """Per stage, the library files (and params) it should list but does not ('missing') and those it
+    lists but does not read ('extra'); empty when dvc.yaml matches the imports and params.yaml."""
     import yaml
 
     problems = {}
     for name, stage in _stages(yaml.safe_load(dvc_yaml.read_text())).items():
         listed = {_dep_name(d) for d in stage.get("deps", []) if is_library_dep(_dep_name(d))}
         want = set(expected_deps(stage))
+        params = expected_params(stage, dvc_yaml.with_name("params.yaml"))
+        if params is not None:
+            listed |= {f"param {p}" for p in stage.get("params", [])}
+            want |= {f"param {p}" for p in params}
         missing, extra = sorted(want - listed), sorted(listed - want)
         if missing or extra:
             problems[name] = {"missing": missing, "extra": extra}
@@ -168,12 +198,16 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
         old = list(stage.get("deps", []))
         keep = [d for d in old if not is_library_dep(_dep_name(d))]
         new = CommentedSeq(keep + expected_deps(stage))
+        params = expected_params(stage, dvc_yaml.with_name("params.yaml"))
         if [_dep_name(d) for d in old] != [_dep_name(d) for d in new]:
             stage["deps"] = new
             changed.append(name)
+        if params is not None and list(stage.get("params", [])) != params:
+            stage["params"] = CommentedSeq(params)
+            changed.append(name)
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)
-    return changed
+    return list(dict.fromkeys(changed))
 
 
 def main(argv=None) -> int:

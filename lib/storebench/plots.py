@@ -65,8 +65,14 @@ def footnote(fig, text: str) -> None:
     fig.text(0.01, -0.02, text, ha="left", va="top", fontsize=8, color="0.3", wrap=True)
 
 
-def save(fig, path) -> None:
+def save(fig, path):
+    """Write ``fig`` to ``path`` and return it as an image a notebook displays (the Agg backend shows
+    nothing by itself: a cell ending in ``fig`` would render as ``<Figure size ...>`` text)."""
+    from IPython.display import Image
+
     fig.savefig(path, bbox_inches="tight", dpi=110)
+    plt.close(fig)
+    return Image(filename=str(path))
 
 
 def finite(values) -> np.ndarray:

@@ -176,9 +176,9 @@ def run(config: dict, out_dir=None, progress: bool = True, services: ServicePool
     from ..loaders import start_method
 
     combos = system_locations(config["systems"], config.get("locations", ["disk-warm"]), result)
-    # Systems with spawned workers last: once TileDB or TensorStore ran in this process, forking
+    # Systems whose workers start from the forkserver last: once TileDB or TensorStore ran in this process, forking
     # workers for another system is no longer safe.
-    combos.sort(key=lambda combo: start_method(combo[1]) == "spawn")
+    combos.sort(key=lambda combo: start_method(combo[1]) is not None)
     pool = services or ServicePool(config["endpoints"])
     try:
         for location, system in combos:

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import shutil
+import threading
 
 import numpy as np
 import tiledb
@@ -21,6 +22,17 @@ def _version() -> str:
     return "TileDB {}.{}.{}".format(*tiledb.libtiledb.version())
 
 
+def _context(read_ahead_cache_bytes: int | None = None) -> "tiledb.Ctx":
+    """A TileDB context. TileDB 2.30 has no tile cache any more (``sm.tile_cache_size``, 10 MB by
+    default in the seed's day, is gone); its one cache is the VFS read-ahead cache
+    (``vfs.read_ahead_cache_size``, 10 MiB by default), which ``read_ahead_cache_bytes`` sets."""
+    if read_ahead_cache_bytes is None:
+        return tiledb.Ctx()
+    if read_ahead_cache_bytes < 0:
+        raise ValueError(f"read_ahead_cache_bytes must be >= 0, got {read_ahead_cache_bytes}")
+    return tiledb.Ctx(tiledb.Config({"vfs.read_ahead_cache_size": str(int(read_ahead_cache_bytes))}))
+
+
 def _consolidate(uri: str, ctx) -> None:
     tiledb.consolidate(uri, ctx=ctx)
     tiledb.vacuum(uri, ctx=ctx)
@@ -31,10 +43,12 @@ class TileDBStore(Store):
     capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False)
     client_package = "tiledb"
 
-    def __init__(self, root, tile: int = 64):
+    def __init__(self, root, tile: int = 64, read_ahead_cache_bytes: int | None = None):
         super().__init__(root)
         self.tile = tile  # also the sparse tile capacity: a point read decodes one whole tile
-        self.ctx = tiledb.Ctx()
+        self.read_ahead_cache_bytes = read_ahead_cache_bytes
+        self.ctx = _context(read_ahead_cache_bytes)
+        self._handle_lock = threading.Lock()  # put_many from parallel writers (one fragment each) reopens
         self.uri = str(self.root / "objects")
         if not tiledb.array_exists(self.uri, ctx=self.ctx):
             self._create()
@@ -95,11 +109,16 @@ class TileDBStore(Store):
         self._open()
 
     def reopen(self):
-        self.close()
-        self.ctx = tiledb.Ctx()
-        self._open()
+        with self._handle_lock:
+            self._close()
+            self.ctx = _context(self.read_ahead_cache_bytes)
+            self._open()
 
     def close(self):
+        with self._handle_lock:
+            self._close()
+
+    def _close(self):
         if getattr(self, "array", None) is not None:
             self.array.close()
             self.array = None

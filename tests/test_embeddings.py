@@ -1,0 +1,199 @@
+"""Embedding tables on the real systems (RocksDB, TileDB, TensorStore, local files), the update loop
+against its in-memory reference, verification failures, the experiment's parameter checks and a
+tiny run of the whole experiment."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storebench import config, embeddings as E, keystreams
+from storebench.experiments import embeddings as em
+from storebench.readers import VerificationError
+
+TABLES = list(E.EMBEDDING_TABLES)
+# every table with its defaults, plus the non-default settings an experiment can choose
+VARIANTS = [(name, {}) for name in TABLES] + [
+    ("tiledb", {"tiledb_layout": "2d", "tile_keys": 16}),
+    ("rocksdb", {"sync_writes": True, "block_cache_bytes": 1 << 20}),
+    ("tensorstore", {"file_io_sync": False, "cache_pool_bytes": 1 << 20, "chunk_keys": 8}),
+]
+
+
+def make(name, root, n=300, dim=24, seed=0, **options):
+    initial = np.random.default_rng(seed).standard_normal((n, dim), dtype=np.float32)
+    table = E.make_table(name, root, **options)
+    table.create(n, dim, initial)
+    return table, initial
+
+
+@pytest.mark.parametrize("name,options", VARIANTS, ids=lambda v: str(v) if isinstance(v, str) else "-".join(v))
+def test_a_table_round_trips_scattered_keys(name, options, tmp_path):
+    rng = np.random.default_rng(1)
+    table, initial = make(name, tmp_path / name, **options)
+    with table:
+        keys = rng.permutation(300)[:50]  # scattered and unsorted
+        assert np.array_equal(table.read(keys), initial[keys])
+        new = rng.standard_normal((50, 24), dtype=np.float32)
+        table.write(keys, new)
+        expected = initial.copy()
+        expected[keys] = new
+        assert np.array_equal(table.read(keys[::-1]), new[::-1])
+        assert np.array_equal(table.read_all(), expected)
+        assert table.disk_usage() > 0 and table.files()
+        assert set(options) <= set(table.settings())
+
+
+@pytest.mark.parametrize("name", TABLES)
+@pytest.mark.parametrize("dense", [True, False], ids=["dense", "sparse"])
+def test_run_updates_leaves_the_reference_table(name, dense, tmp_path):
+    keys = keystreams.key_stream("zipf", 200, 1000, seed=3).keys
+    table, initial = make(name, tmp_path / name, n=200, dim=16)
+    with table:
+        timings = E.run_updates(table, keys, 64, dense=dense, sparse_fraction=0.25)
+        reference = E.reference_updates(initial, keys, 64, dense=dense, sparse_fraction=0.25)
+        E.verify(table, reference)
+    distinct = [len(np.unique(b)) for b in keystreams.batches(keys, 64)]
+    assert len(timings) == len(distinct) == 16
+    assert timings.keys_read.tolist() == distinct
+    assert (timings[["read_ns", "update_ns", "write_ns"]] > 0).all().all()
+    if dense:
+        assert timings.keys_written.tolist() == distinct
+    else:
+        assert 0 < timings.keys_written.sum() < 0.5 * timings.keys_read.sum()
+    assert not np.array_equal(reference, initial)
+
+
+def test_sparse_selection_is_deterministic_and_takes_about_the_fraction():
+    keys = np.arange(100_000, dtype=np.int64)
+    chosen = E.sparse_selection(keys, 3, 0.1)
+    assert abs(chosen.mean() - 0.1) < 0.01
+    assert np.array_equal(chosen, E.sparse_selection(keys, 3, 0.1))
+    assert not np.array_equal(chosen, E.sparse_selection(keys, 4, 0.1))
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_value_changed_behind_the_experiments_back_fails_verification(name, tmp_path):
+    keys = keystreams.key_stream("power-law", 100, 400, seed=5).keys
+    table, initial = make(name, tmp_path / name, n=100, dim=16)
+    with table:
+        E.run_updates(table, keys, 32)
+        reference = E.reference_updates(initial, keys, 32)
+        E.verify(table, reference)
+        table.write(np.array([7]), reference[[7]] + np.float32(1))
+        with pytest.raises(VerificationError, match=f"{name}: 1 of 100 embedding rows differ"):
+            E.verify(table, reference)
+
+
+def test_the_experiment_verifies_every_run(tmp_path):
+    settings = em_config(tmp_path)
+    point = em.plan(settings)[0][0]
+    work = em.workload("power-law", point, settings)
+    row, per_batch = em.measure("rocksdb", work, settings, 0, ["dataset_size"])
+    assert row["verified"] and len(per_batch) == row["n_batches"]
+    wrong = dataclasses.replace(work, reference=work.reference + np.float32(1))
+    with pytest.raises(VerificationError, match="rocksdb: .* differ .*rocksdb_power-law"):
+        em.measure("rocksdb", wrong, settings, 0, ["dataset_size"])
+
+
+def test_bad_table_input_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown embedding table 'redis'; valid: rocksdb, tiledb, tensorstore"):
+        E.make_table("redis", tmp_path)
+    table, _ = make("rocksdb", tmp_path / "t", n=10, dim=4)
+    with table:
+        with pytest.raises(IndexError, match="keys must be in 0 .. 9"):
+            table.read(np.array([3, 10]))
+        with pytest.raises(ValueError, match=r"float32 array of shape \(2, 4\)"):
+            table.write(np.array([1, 2]), np.zeros((2, 4), dtype=np.float64))
+    with pytest.raises(FileExistsError, match="not empty"):
+        make("localfs", tmp_path / "t", n=10, dim=4)
+    with pytest.raises(ValueError, match="sparse_fraction must be in"):
+        E.run_updates(table, np.arange(4), 2, dense=False, sparse_fraction=0)
+
+
+# ------------------------------------------------------------------------------- the experiment
+TINY = {
+    "tables": ["rocksdb", "tiledb", "tensorstore", "localfs"],
+    "streams": ["zipf", "power-law"],
+    "sweeps": ["dataset_size", "embedding_size", "batch_size", "update", "locality"],
+    "dataset_sizes": [128, 256], "embedding_sizes": [8, 32], "batch_sizes": [32, 128],
+    "updates": ["dense", "sparse"], "locality": ["shuffled", "clustered"],
+    "fixed": {"dataset_size": 256, "table_rows": 64, "embedding_size": 8, "batch_size": 32},
+    "sparse_fraction": 0.25, "zipf_exponent": 1.1, "power_law_alpha": 2.1,
+}
+
+
+def params(**section) -> dict:
+    return {"scale": "smoke", "seed": 7, "presets": {"smoke": {"repeats": 2}, "small": {}, "paper": {}},
+            "embeddings": {**TINY, **section}}
+
+
+def em_config(tmp_path, overrides=None, **section) -> dict:
+    return config.experiment_config(em.EXPERIMENT, "smoke", params(**section),
+                                    {"store_dir": str(tmp_path / "stores"), **(overrides or {})}, schema=em.SCHEMA)
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"batch_sizes": [0, 64]}, "override batch_sizes values must be >= 1"),
+    ({"batch_sizes": [-16]}, "override batch_sizes values must be >= 1"),
+    ({"tables": ["rocksdb", "cassandra"]}, r"override tables has unknown value\(s\) \['cassandra'\]; valid: "),
+    ({"streams": ["uniform"]}, r"override streams has unknown value\(s\) \['uniform'\]"),
+    ({"sparse_fraction": 1.5}, "override sparse_fraction must be a number > 0 and <= 1"),
+    ({"power_law_alpha": 1}, "override power_law_alpha must be a number > 1"),
+])
+def test_bad_overrides_name_their_key(tmp_path, overrides, message):
+    with pytest.raises(config.ParamsError, match=message):
+        em_config(tmp_path, overrides)
+
+
+@pytest.mark.parametrize("fixed,message", [
+    ({**TINY["fixed"], "batch_size": 0}, "embeddings.fixed has batch_size 0; must be an integer >= 1"),
+    ({"dataset_size": 256, "table_rows": 64, "embedding_size": 8}, "embeddings.fixed lacks batch_size"),
+    ({**TINY["fixed"], "update": "partial"}, "embeddings.fixed has update 'partial'"),
+])
+def test_a_bad_fixed_point_names_its_params_path(tmp_path, fixed, message):
+    with pytest.raises(config.ParamsError, match=message):
+        em_config(tmp_path, fixed=fixed)
+
+
+def test_a_sweep_without_values_is_refused(tmp_path):
+    settings = em_config(tmp_path, {"sweeps": ["table_size"]})
+    with pytest.raises(ValueError, match="sweep 'table_size' needs embeddings.table_sizes"):
+        em.plan(settings)
+
+
+def test_the_fixed_point_is_measured_once_for_every_sweep(tmp_path):
+    plan = em.plan(em_config(tmp_path))
+    assert len(plan) == 6  # the fixed point + one other value per sweep
+    shared = [(point, sweeps) for point, sweeps in plan if len(sweeps) > 1]
+    assert shared == [(em.Point(256, 64, 8, 32), TINY["sweeps"])]
+
+
+def test_a_tiny_run_records_verified_rows_raw_timings_and_findings(tmp_path):
+    settings = em_config(tmp_path, {"streams": ["zipf"]})  # power-law: test_the_experiment_verifies_every_run
+    result = em.run(settings, out_dir=tmp_path / "out", progress=False)
+    rows = result.rows
+    assert len(rows) == 2 * 6 * 4  # repeats x configurations x tables
+    assert rows.verified.all() and set(rows.table) == set(TINY["tables"])
+    assert (rows.total_seconds >= rows.read_seconds + rows.write_seconds).all()
+    assert {"host", "git_rev", "params_hash", "system_version", "key_stream", "hottest_1pct_share",
+            "table_layout"} <= set(rows.columns)
+    assert pd.read_csv(tmp_path / "out" / "embeddings.csv").shape[0] == len(rows)
+    for name in TINY["tables"]:
+        raw = pd.read_parquet(tmp_path / "out" / "raw" / "embeddings" / f"{name}.parquet")
+        assert raw.groupby(["run_id", "repeat"]).ngroups == 2 * 6
+        assert len(raw) == rows[rows.table == name].n_batches.sum()
+    assert not any((tmp_path / "stores").iterdir())  # every table removed after its run
+
+    summary = em.summary(rows)
+    assert (summary.repeats == 2).all() and summary.total_ci95.notna().all()
+    slopes = em.slopes(summary)
+    assert len(slopes) == 4 and slopes.per_doubling.notna().all()
+    found = em.findings(summary)
+    assert "paper:" in found.headline and "| tiledb: halves" in found.markdown
+    assert any(m.column == "time at embedding 32 / at 8, zipf (embeddings)" for m in found.metrics)
+    assert found.save(tmp_path / "out", em.EXPERIMENT, em.SEED).exists()
+    assert len(em.figure(summary).axes) == 8
+    assert len(em.provenance(rows)) == 4

@@ -1,0 +1,205 @@
+"""Seed 001's rooms: samples of any modality, R rows per key, array tables, map/iterable loaders."""
+import numpy as np
+import pytest
+import torch
+
+from storebench import corpora, samples
+from storebench.config import ParamsError, experiment_config, load_params
+from storebench.experiments import dataloaders as dl
+from storebench.loaders import rows as loaders
+from storebench.loaders.opener import StoreOpener, start_method
+from storebench.readers import VerificationError
+from storebench.rowformats import KeyLayout, encode_objects, row_format
+from storebench.stores import get_store_class
+from storebench.tables import TABLES, TableNotSupported, TensorStoreTable
+
+MODALITIES = ["text", "image", "graph"]
+
+
+@pytest.fixture(params=MODALITIES)
+def rows_of(request):
+    return samples.synthetic(request.param, 700, seed=3)
+
+
+def test_fingerprints_see_a_changed_moved_or_truncated_byte(rows_of):
+    fp = samples.row_fingerprints(rows_of.columns)
+    distinct_rows = {tuple(_row_bytes(rows_of.columns, i)) for i in range(len(rows_of))}
+    assert len(set(fp.tolist())) == len(distinct_rows)  # equal rows alike, distinct rows apart
+    again = samples.row_fingerprints(rows_of.take(np.arange(len(rows_of))).columns)
+    assert np.array_equal(fp, again)
+    column = next(iter(rows_of.columns))
+    changed = dict(rows_of.columns)
+    if rows_of.modality == "text":
+        text = changed["text"]
+        data = text.data.copy()
+        data[text.offsets[5]] ^= 1 if text.lengths()[5] else 0
+        changed["text"] = corpora.RaggedBytes(data, text.offsets)
+        row = 5 if text.lengths()[5] else None
+        swapped = samples.take_ragged(text, np.array([1, 0]))  # two rows swapped: both differ
+        assert (samples._ragged_fingerprints(swapped) != samples._ragged_fingerprints(text)[:2]).any()
+    else:
+        values = changed[column].copy()
+        values.reshape(len(values), -1)[5, -1] ^= 1  # the last byte of row 5 (tail words too)
+        changed[column], row = values, 5
+    if row is not None:
+        moved = samples.row_fingerprints(changed)
+        assert moved[row] != fp[row] and np.array_equal(np.delete(moved, row), np.delete(fp, row))
+
+
+def _row_bytes(columns, i):
+    return [c[i] if isinstance(c, corpora.RaggedBytes) else c[i].tobytes() for _, c in sorted(columns.items())]
+
+
+def test_ragged_take_and_scale_by_concatenation():
+    texts = [b"", b"a", b"bc", b"def"]
+    column = corpora.RaggedBytes.from_list(texts)
+    taken = samples.take_ragged(column, np.array([3, 0, 3, 2]))
+    assert [taken[i] for i in range(4)] == [b"def", b"", b"def", b"bc"]
+    scaled = samples.Samples("t", "text", {"text": column, "label": np.arange(4, dtype=np.uint8)}).scaled(3)
+    assert len(scaled) == 12 and scaled.name == "tx3" and scaled.columns["text"][9] == b"a"
+
+
+@pytest.mark.parametrize("rows_per_key", [1, 7, 700])
+def test_rows_per_key_round_trip_through_one_decode_per_batch(rows_of, rows_per_key):
+    fmt, layout = row_format(rows_of), KeyLayout(len(rows_of), rows_per_key)
+    objects = dict(encode_objects(rows_of, layout, fmt))
+    assert len(objects) == layout.n_keys
+    wanted = np.array([699, 3, 4, 100, 3, 650])
+    keys = layout.keys_of(wanted)
+    decoded = fmt.decode_many([objects[k] for k in keys.tolist()])
+    got = samples.take_columns(decoded, layout.positions(wanted, keys))
+    assert np.array_equal(samples.row_fingerprints(got), samples.row_fingerprints(rows_of.columns)[wanted])
+
+
+def test_a_key_layout_refuses_r_larger_than_the_dataset_or_below_one():
+    with pytest.raises(ValueError, match="larger than the dataset"):
+        KeyLayout(10, 11)
+    with pytest.raises(ValueError, match=">= 1"):
+        KeyLayout(10, 0)
+
+
+@pytest.mark.parametrize("name", sorted(TABLES))
+def test_tables_read_rows_and_ranges_as_written(rows_of, name, tmp_path):
+    table = TABLES[name](tmp_path / name, chunk_rows=16)
+    if rows_of.modality not in table.modalities:
+        with pytest.raises(TableNotSupported):
+            table.write(rows_of)
+        return
+    table.write(rows_of)
+    fp = samples.row_fingerprints(rows_of.columns)
+    wanted = np.array([5, 699, 6, 7, 5, 300])
+    assert np.array_equal(samples.row_fingerprints(table.read(wanted)), fp[wanted])
+    assert np.array_equal(samples.row_fingerprints(table.read_range(10, 90)), fp[10:90])
+    with pytest.raises(IndexError):
+        table.read(np.array([700]))
+    assert table.disk_usage().bytes > 0
+
+
+def _store_source(system, rows_of, tmp_path, rows_per_key=4):
+    store = get_store_class(system)(tmp_path / system)
+    layout, fmt = KeyLayout(len(rows_of), rows_per_key), row_format(rows_of)
+    store.put_many(encode_objects(rows_of, layout, fmt))
+    store.flush()
+    return store, loaders.StoreRows(StoreOpener.of(store), layout, fmt)
+
+
+@pytest.mark.parametrize("system", ["localfs", "rocksdb", "tiledb"])
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_loader_shards_every_row_exactly_once(rows_of, system, workers, tmp_path):
+    store, source = _store_source(system, rows_of, tmp_path)
+    fp = samples.row_fingerprints(rows_of.columns)
+    dataset = loaders.RowIterableDataset(source, rows_of.modality, fp, batch_size=64, prefetch=50)
+    chunks = [dataset.chunks(w, 3) for w in range(3)]
+    assert sorted(r for c in chunks for s, e in c for r in range(s, e)) == list(range(len(rows_of)))
+    epoch = loaders.run_epoch(loaders.row_loader(dataset, workers, "forkserver"))  # no fork after TileDB ran here
+    assert epoch.rows == len(rows_of)  # run_epoch raises unless every row arrived exactly once
+    store.close()
+
+
+@pytest.mark.parametrize("system", ["localfs", "rocksdb"])
+def test_map_loader_batch_is_one_read_and_tensors_of_the_workload(rows_of, system, tmp_path):
+    store, source = _store_source(system, rows_of, tmp_path)
+    calls = []
+    fetch = source.fetch
+    source.fetch = lambda keys: calls.append(len(keys)) or fetch(keys)
+    dataset = loaders.RowMapDataset(source, rows_of.modality, samples.row_fingerprints(rows_of.columns))
+    batches = loaders.map_batches(len(rows_of), 64, "shuffled", seed=1)
+    delivered = []
+    for batch, plan in zip(loaders.row_loader(dataset, 0, batches=batches), batches):
+        delivered += batch["row"].tolist()
+        assert batch["row"].tolist() == plan
+        if rows_of.modality == "image":
+            assert batch["x"].shape == (len(plan), 3, 32, 32) and batch["x"].dtype == torch.float32
+        if rows_of.modality == "graph":
+            assert torch.equal(batch["triple"], torch.as_tensor(rows_of.columns["triple"][plan], dtype=torch.int64))
+        if rows_of.modality == "text":
+            t = batch["text"].numpy().tobytes()
+            o = batch["offsets"].tolist()
+            assert t[o[1]:o[2]] == rows_of.columns["text"][plan[1]]
+    assert sorted(delivered) == list(range(len(rows_of))) and len(calls) == len(batches)
+    store.close()
+
+
+def test_a_corrupted_object_stops_the_loader(tmp_path):
+    rows_of = samples.synthetic("graph", 200)
+    store, source = _store_source("rocksdb", rows_of, tmp_path)
+    bad = bytearray(store.get(3))
+    bad[0] ^= 0xFF
+    store.put_many([(3, bytes(bad))])
+    dataset = loaders.RowMapDataset(source, "graph", samples.row_fingerprints(rows_of.columns))
+    with pytest.raises(VerificationError, match="differ from what was written"):
+        loaders.run_epoch(loaders.row_loader(dataset, 0, batches=loaders.map_batches(200, 32)))
+    store.close()
+
+
+def test_bad_batch_or_prefetch_is_refused():
+    with pytest.raises(ValueError, match=">= 1"):
+        loaders.RowIterableDataset(None, "text", np.zeros(1, np.uint64), batch_size=0, prefetch=4)
+    with pytest.raises(ValueError, match=">= 1"):
+        loaders.map_batches(10, 0)
+
+
+def _config(**overrides):
+    return experiment_config(dl.EXPERIMENT, "smoke", load_params(), overrides, schema=dl.SCHEMA)
+
+
+def test_dataloader_params_are_checked_with_their_paths():
+    with pytest.raises(ParamsError, match=r"override batch_sizes values must be >= 1"):
+        _config(batch_sizes=[0])
+    with pytest.raises(ParamsError, match=r"override prefetch values must be >= 1"):
+        _config(prefetch=[-1])
+    with pytest.raises(ParamsError, match="valid: iterable, map"):
+        _config(loaders=["mapstyle"])
+    with pytest.raises(ParamsError, match="valid: graph, image, text"):
+        _config(workloads=["audio"])
+    with pytest.raises(ParamsError, match=r"dataloaders.rows_per_key .* larger than the text dataset"):
+        dl.check(_config(rows_per_key=[1, 100000]))
+
+
+def test_grid_gives_servers_the_small_grid_and_tables_no_rows_per_key():
+    config = _config()
+    full = dl.grid(config, "rocksdb", table=False)
+    server = dl.grid(config, "redis", table=False)
+    table = dl.grid(config, "tiledb-attrs", table=True)
+    assert {p.rows_per_key for p in full} == set(config["rows_per_key"])
+    assert {p.rows_per_key for p in server} == set(config["server_grid"]["rows_per_key"])
+    assert {p.rows_per_key for p in table} == {1}
+    assert all((p.prefetch is None) == (p.loader == "map") for p in full)
+
+
+def test_the_real_corpora_prepare_and_load(tmp_path):
+    for name, modality, n in (("sentiment140", "text", 100_000), ("fb15k237", "graph", 272_115)):
+        path = corpora.prepare(name, out_dir=tmp_path)
+        loaded = corpora.load_prepared(name, tmp_path)
+        assert path.exists() and loaded.modality == modality and len(loaded) == n
+    text = corpora.load_prepared("sentiment140", tmp_path)
+    assert set(np.unique(text.columns["label"])) == {0, 1} and text.columns["text"].lengths().min() > 0
+
+
+def test_a_missing_prepared_corpus_says_how_to_make_it(tmp_path):
+    from storebench.datasets import DatasetMissing
+
+    with pytest.raises(DatasetMissing, match="dvc repro prepare_corpus"):
+        samples.load("graph", prepared_dir=tmp_path)
+    with pytest.raises(ValueError, match="valid workloads: text, image, graph"):
+        samples.load("audio")
