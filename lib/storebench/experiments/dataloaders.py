@@ -20,7 +20,6 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from itertools import islice
 
 import numpy as np
 import pandas as pd
@@ -132,11 +131,12 @@ def point_of(row) -> Point:
 
 
 # ------------------------------------------------------------------------------- writing
-def write_objects(store, samples, layout: KeyLayout, writers: int, batch: int = 256) -> None:
+def write_objects(store, samples, layout: KeyLayout, writers: int, batch: int = 256,
+                  batch_bytes: int = 4 << 20) -> None:
     """Every key of ``layout`` into ``store`` (encoding included), then flush; ``writers`` threads
-    each ``put_many`` a batch of keys."""
-    objects = encode_objects(samples, layout, row_format(samples))
-    chunks = iter(lambda: list(islice(objects, batch)), [])
+    each ``put_many`` a chunk of at most ``batch`` keys and ``batch_bytes`` bytes (a server client
+    sends a chunk's writes concurrently: unbounded, 100 KB objects time out on 2 cores)."""
+    chunks = _chunks(encode_objects(samples, layout, row_format(samples)), batch, batch_bytes)
     if writers == 1:
         for chunk in chunks:
             store.put_many(chunk)
@@ -145,6 +145,18 @@ def write_objects(store, samples, layout: KeyLayout, writers: int, batch: int = 
             for _ in pool.map(store.put_many, chunks):
                 pass
     store.flush()
+
+
+def _chunks(objects, batch: int, batch_bytes: int):
+    chunk, size = [], 0
+    for key, value in objects:
+        if chunk and (len(chunk) == batch or size + len(value) > batch_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((key, value))
+        size += len(value)
+    if chunk:
+        yield chunk
 
 
 # ------------------------------------------------------------------------------- one source
