@@ -7,11 +7,11 @@ from storebench import corpora, samples
 from storebench.config import ParamsError, experiment_config, load_params
 from storebench.experiments import dataloaders as dl
 from storebench.loaders import rows as loaders
-from storebench.loaders.opener import StoreOpener, start_method
+from storebench.loaders.opener import StoreOpener
 from storebench.readers import VerificationError
 from storebench.rowformats import KeyLayout, encode_objects, row_format
 from storebench.stores import get_store_class
-from storebench.tables import TABLES, TableNotSupported, TensorStoreTable
+from storebench.tables import TABLES, TableNotSupported
 
 MODALITIES = ["text", "image", "graph"]
 

@@ -663,7 +663,6 @@ def _checks(summary, best, vs, rk, writes) -> list[tuple[str, str, bool | None]]
     if len(rk):
         rock_rk = rk[rk.system == "rocksdb"]
         if len(rock_rk):
-            want = {"text": {512, 1024}, "graph": {512, 1024}, "image": {128}}
             measured = ", ".join(f"{r.workload}: R={r.best_rows_per_key} ({r.speedup:.1f}x R=1)"
                                  for r in rock_rk.itertuples())
             grid_rs = sorted(summary[summary.system == "rocksdb"].rows_per_key.unique())

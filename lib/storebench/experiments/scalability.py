@@ -26,7 +26,6 @@ from ..progress import tqdm
 from ..results import machine
 from ..rowformats import KeyLayout, row_format
 from ..samples import WORKLOADS, row_fingerprints
-from ..stores import get_store_class
 from ..stores.base import package_version
 from ..systems import ServicePool, open_system
 from ..tables import TABLES
@@ -302,9 +301,9 @@ def findings(summary: pd.DataFrame):
         "| seed statement | ours | verdict |", "|---|---|---|", *checks, "", *caches])
     metrics = tuple(Metric(r.system, f"read time x{r.size_ratio:g} input / x1, {r.workload} (scalability)",
                            float(r.read_growth), None, 1.0, "x") for r in default.itertuples())
-    headline = (f"scalability: read time at the largest input / the smallest: " + ", ".join(
+    headline = ("scalability: read time at the largest input / the smallest: " + ", ".join(
         f"{r.system} {r.workload} x{r.read_growth:.1f}" for r in default.itertuples())
-        + f" (paper: TileDB/TensorStore flat on graphs, ext4/RocksDB growing)")
+        + " (paper: TileDB/TensorStore flat on graphs, ext4/RocksDB growing)")
     return Findings(headline, text, metrics)
 
 
