@@ -25,7 +25,7 @@ def test_preset_overrides_section():
 
 def test_wrong_type_names_the_key_and_type():
     with pytest.raises(ParamsError, match=r"access_pattern.samples_per_request must be a non-empty list of int"):
-        experiment_config("access_pattern", "small", params(samples_per_request="16"))
+        experiment_config("access_pattern", "paper", params(samples_per_request="16"))
 
 
 def test_wrong_type_in_preset_names_the_preset_key():
