@@ -86,3 +86,27 @@ def main(argv=None):
 
 if __name__ == "__main__":
     main()
+
+
+# ------------------------------------------------------------------ replicated tiers (seed 002)
+TIERS = {"x1": 1, "x2": 2, "mini": 13, "medium": 130}  # copies of each real image (the seed: 1% / 10% of ImageNet-1k)
+SEED_TIER_IMAGES = {"mini": 12_756, "medium": 128_066, "full": 1_281_167}
+
+
+def tier_copies(tier: str) -> int:
+    if tier not in TIERS:
+        raise ValueError(f"unknown tier {tier!r}; valid: {', '.join(TIERS)}")
+    return TIERS[tier]
+
+
+def tier_metadata(copies: int, data_dir: Path = DATA_DIR) -> pd.DataFrame:
+    """Every real image ``copies`` times under new keys, class-major (key = image * copies + copy, so a
+    class's images are adjacent as in ImageNet's class folders): key, filename (the real file whose
+    bytes the key holds), label (first lemma, spaces as ``_``), bytes, width, height, sha256."""
+    if not isinstance(copies, int) or copies < 1:
+        raise ValueError(f"copies must be an integer >= 1, got {copies!r}")
+    table = manifest(data_dir)
+    table = table.assign(label=table["label"].str.replace(" ", "_"))
+    meta = table.loc[table.index.repeat(copies), ["filename", "label", "bytes", "width", "height", "sha256"]]
+    meta.insert(0, "key", range(len(meta)))
+    return meta.reset_index(drop=True)
