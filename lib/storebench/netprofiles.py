@@ -59,6 +59,16 @@ PROFILES: dict[str, NetProfile] = {p.name: p for p in (
     NetProfile("cloud-s3", rate="720mbit", latency_ms=20,
                basis="S3 in-region: first byte ~20 ms (AWS: tens of ms for small GETs), ~90 MB/s per "
                      "connection (AWS: 85-90 MB/s per request)"),
+    # Seed 002's client instances reach S3 at "up to" 5 (t3.*), 10 (c5.large) and 20 Gbit/s
+    # (c8gb.large). This machine moves ~1-2 Gbit/s through a relay, so the three tiers are scaled by
+    # 1/20, keeping their 1:2:4 ratio, with S3's ~20 ms to the first byte (as cloud-s3). With a veth
+    # hop the rate is the whole link's (an instance's NIC), not one connection's.
+    NetProfile("s3-5g", rate="250mbit", latency_ms=20,
+               basis="seed 002's t3.* (up to 5 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
+    NetProfile("s3-10g", rate="500mbit", latency_ms=20,
+               basis="seed 002's c5.large (up to 10 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
+    NetProfile("s3-20g", rate="1gbit", latency_ms=20,
+               basis="seed 002's c8gb.large (up to 20 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
 )}
 
 ECHO_BYTES = 64

@@ -23,7 +23,7 @@ KB = 1000
 
 @dataclass(frozen=True)
 class Condition:
-    column: str     # a metadata column, or "aspect" (width / height)
+    column: str     # a metadata column (or key), or "aspect" (width / height)
     op: str         # "=", "in", "like-suffix", ">=", "<", ">"
     value: object
 
@@ -107,8 +107,14 @@ QUERIES: dict[str, Query] = {q.name: q for q in (
 )}
 
 
+# Not the seed's: a query that selects nothing and needs no image bytes (keys are >= 0), run first by
+# each client to measure its start-up footprint (engine, connection pools, footers).
+FOOTPRINT = Query("Q0", "Footprint", "no image (key < 0): what a client needs before any data",
+                  (Condition("key", "<", 0),))
+
+
 def get_queries(names) -> list[Query]:
-    unknown = [n for n in names if n not in QUERIES]
+    unknown = [n for n in names if n not in QUERIES and n != FOOTPRINT.name]
     if unknown:
         raise ValueError(f"unknown query name(s) {unknown}; valid: {', '.join(QUERIES)}")
-    return [QUERIES[n] for n in names]
+    return [FOOTPRINT if n == FOOTPRINT.name else QUERIES[n] for n in names]

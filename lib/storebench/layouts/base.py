@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable, ClassVar, Iterable
+from typing import Callable, ClassVar, Iterable, Iterator
 
 import pandas as pd
 
@@ -76,8 +76,9 @@ class Layout(ABC):
         bytes ``image(filename)``."""
 
     @abstractmethod
-    def query(self, query: Query, copies: int) -> dict[int, bytes]:
-        """The query's images, key -> JPEG bytes, read through ``self.place``."""
+    def query(self, query: Query, copies: int) -> Iterator[tuple[int, bytes]]:
+        """The query's images as ``(key, JPEG bytes)``, streamed as they arrive (a client need not
+        hold a large answer in memory), read through ``self.place``."""
 
     def reading_from(self, place: S3Place) -> "Layout":
         """This layout (same index) read through another endpoint."""

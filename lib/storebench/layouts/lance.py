@@ -46,7 +46,7 @@ class LanceDataset(Layout):
         return Written(objects=len(listed), stored_bytes=sum(m["size"] for m in listed), index_bytes=0,
                        details={"rows_per_file": self.rows_per_file, "rows_per_group": self.rows_per_group})
 
-    def query(self, query: Query, copies: int) -> dict[int, bytes]:
+    def query(self, query: Query, copies: int):
         import lance
 
         dataset = lance.dataset(self.uri, storage_options=self.storage_options())
@@ -55,7 +55,7 @@ class LanceDataset(Layout):
         limit = query.limit(copies)
         if limit is not None:
             hits = hits.head(limit)
-        if hits.empty:
-            return {}
-        images = dataset._take_rows(hits["_rowid"].tolist(), columns=["key", "image"]).to_pydict()
-        return {int(k): bytes(v) for k, v in zip(images["key"], images["image"])}
+        row_ids = hits["_rowid"].tolist()
+        for start in range(0, len(row_ids), 256):
+            part = dataset._take_rows(row_ids[start:start + 256], columns=["key", "image"]).to_pydict()
+            yield from ((int(k), bytes(v)) for k, v in zip(part["key"], part["image"]))

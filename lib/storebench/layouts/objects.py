@@ -22,7 +22,7 @@ class ObjectPerImage(Layout):
         index_bytes = write_index(meta[["key", *COLUMNS]], self.index_path)
         return Written(objects=len(meta), stored_bytes=stored, index_bytes=index_bytes)
 
-    def query(self, query: Query, copies: int) -> dict[int, bytes]:
+    def query(self, query: Query, copies: int):
         import obstore
 
         chosen = query.select(read_index(self.index_path), copies)
@@ -32,4 +32,4 @@ class ObjectPerImage(Layout):
             return int(key), obstore.get(store, self.object_name(key)).bytes().to_bytes()
 
         with ThreadPoolExecutor(self.parallel) as pool:
-            return dict(pool.map(get, chosen.key))
+            yield from pool.map(get, chosen.key)

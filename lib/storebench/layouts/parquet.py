@@ -80,10 +80,12 @@ class ParquetBlobs(Layout):
         return (f"SELECT key, image FROM read_parquet('{self.place.url('*.parquet')}') WHERE {query.where()} "
                 f"ORDER BY key{f' LIMIT {limit}' if limit is not None else ''}")
 
-    def query(self, query: Query, copies: int) -> dict[int, bytes]:
+    def query(self, query: Query, copies: int):
         con = self.connect()
         try:
-            rows = con.execute(self.sql(query, copies)).fetchall()
+            cursor = con.execute(self.sql(query, copies))
+            while rows := cursor.fetchmany(256):
+                for key, image in rows:
+                    yield int(key), bytes(image)
         finally:
             con.close()
-        return {int(k): bytes(v) for k, v in rows}

@@ -57,7 +57,7 @@ class TarShards(Layout):
         return Written(objects=shard, stored_bytes=stored, index_bytes=write_index(index, self.index_path),
                        details={"shard_bytes": self.shard_bytes, "coalesce_gap": self.coalesce_gap})
 
-    def query(self, query: Query, copies: int) -> dict[int, bytes]:
+    def query(self, query: Query, copies: int):
         import obstore
 
         chosen = query.select(read_index(self.index_path), copies)
@@ -70,7 +70,9 @@ class TarShards(Layout):
             return [(key, blob[offset - start:offset - start + length]) for key, offset, length in members]
 
         with ThreadPoolExecutor(self.parallel) as pool:
-            return {int(k): v for part in pool.map(get, requests) for k, v in part}
+            for part in pool.map(get, requests):
+                for key, data in part:
+                    yield int(key), data
 
 
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:
