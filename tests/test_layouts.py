@@ -1,0 +1,162 @@
+"""Seed 002's layouts on a real MinIO: the four layouts answer every query with the same images
+(keys and SHA-256) as the metadata says; the wiretap counts what a client moved; the tar shards are
+real webdataset shards; a memory tier a client cannot live in is recorded as did not finish."""
+import hashlib
+import io
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+import pytest
+
+from storebench import imagenet
+from storebench.config import ParamsError, experiment_config
+from storebench.experiments import layouts as lb
+from storebench.layouts import LAYOUTS, S3Place, get_layout
+from storebench.layouts.tarshards import coalesce
+from storebench.queries import FOOTPRINT, QUERIES, get_queries
+from storebench.stores.s3 import minio_client
+from storebench.wiretap import RequestCounter, Wiretap
+
+COPIES = 2
+
+
+@pytest.fixture(scope="module")
+def tier():
+    """Two copies of every image whose class some query names, plus every 20th other image."""
+    meta = imagenet.tier_metadata(COPIES)
+    named = pd.Series(False, index=meta.index)
+    for q in QUERIES.values():
+        named |= meta.key.isin(q.select(meta, COPIES).key)
+    meta = meta[named | (meta.key // COPIES % 20 == 0)].reset_index(drop=True)
+    return meta, dict(imagenet.images())
+
+
+@pytest.fixture(scope="module")
+def written(servers, tier, tmp_path_factory):
+    meta, images = tier
+    svc = servers.get("minio")
+    endpoint = svc.endpoint()
+    client = minio_client(endpoint, 4)
+    if not client.bucket_exists("sb-test-layouts"):
+        client.make_bucket("sb-test-layouts")
+    index_dir = tmp_path_factory.mktemp("layout-index")
+    layouts = {}
+    for name, cls in LAYOUTS.items():
+        options = {"L2-tar": {"shard_bytes": 4_000_000}, "L3-parquet": {"file_bytes": 8_000_000,
+                                                                          "row_group_rows": 16}}.get(name, {})
+        layout = cls(S3Place(endpoint, "sb-test-layouts", f"t/{name}"), index_dir, **options)
+        layouts[name] = (layout, layout.write(meta, images.__getitem__), options)
+    return endpoint, layouts, index_dir
+
+
+def answer(layout, query) -> dict:
+    return {key: hashlib.sha256(data).hexdigest() for key, data in layout.query(query, COPIES)}
+
+
+def test_every_layout_answers_every_query_with_the_same_images(written, tier):
+    meta, _ = tier
+    endpoint, layouts, _ = written
+    with Wiretap(endpoint["host"], endpoint["port"]) as tap:
+        for query in get_queries([FOOTPRINT.name, *QUERIES]):
+            expected = dict(zip(*query.select(meta, COPIES)[["key", "sha256"]].T.values))
+            for name, (layout, _, _) in layouts.items():
+                before = tap.counters()
+                got = answer(layout.reading_from(layout.place.via(tap.endpoint(endpoint))), query)
+                moved = tap.counters() - before
+                assert got == expected, f"{name} {query.name}"
+                needed = int(meta[meta.key.isin(list(expected))]["bytes"].sum())
+                assert moved.bytes_down >= needed and (moved.requests >= 1 or not expected), f"{name} {query.name}"
+
+
+def test_what_each_layout_wrote(written, tier):
+    meta, _ = tier
+    _, layouts, _ = written
+    assert layouts["L1-objects"][1].objects == len(meta)
+    for name in ("L1-objects", "L2-tar", "L3-parquet", "L4-lance"):
+        # every copy stored (deduplicating the two copies would halve it; Lance compresses JPEG headers a little)
+        assert layouts[name][1].stored_bytes >= 0.95 * meta["bytes"].sum(), name
+    assert layouts["L1-objects"][1].index_bytes > 0 and layouts["L3-parquet"][1].index_bytes == 0
+
+
+def test_tar_shards_are_webdataset_shards(written, tier):
+    import obstore
+    import webdataset as wds
+
+    meta, images = tier
+    _, layouts, _ = written
+    layout = layouts["L2-tar"][0]
+    shard = obstore.get(layout.place.object_store(), layout.shard_name(0)).bytes().to_bytes()
+    path = Path(layout.index_dir) / "shard-0.tar"
+    path.write_bytes(shard)
+    samples = list(wds.WebDataset(str(path), shardshuffle=False))
+    by_key = meta.set_index("key")
+    assert samples and all(s["jpg"] == images[by_key.filename[int(s["__key__"])]] for s in samples)
+    assert all(s["cls"].decode() == by_key.label[int(s["__key__"])] for s in samples)
+
+
+def test_coalescing_merges_close_neighbours_only():
+    chosen = pd.DataFrame({"key": [1, 2, 3, 4], "shard": [0, 0, 0, 1], "offset": [512, 2048, 900_000, 512],
+                           "length": [1000, 1000, 1000, 10]})
+    requests = coalesce(chosen, gap=64 * 1024)
+    assert [(s, a, b, [k for k, _, _ in m]) for s, a, b, m in requests] == [
+        (0, 512, 3048, [1, 2]), (0, 900_000, 901_000, [3]), (1, 512, 522, [4])]
+
+
+def test_request_counter_follows_keep_alive_requests_with_bodies():
+    stream = (b"PUT /b/k HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789"
+              b"GET /b/k HTTP/1.1\r\nHost: x\r\n\r\nHEAD /b/k HTTP/1.1\r\n\r\n")
+    counter = RequestCounter()
+    assert sum(counter.feed(stream[i:i + 7]) for i in range(0, len(stream), 7)) == 3
+
+
+def test_query_definitions_agree_between_pandas_and_sql(tier):
+    meta, _ = tier
+    con = duckdb.connect()
+    con.register("meta", meta)
+    for query in QUERIES.values():
+        limit = query.limit(COPIES)
+        sql = f"SELECT key FROM meta WHERE {query.where()} ORDER BY key" + (f" LIMIT {limit}" if limit else "")
+        assert [k for k, in con.execute(sql).fetchall()] == query.select(meta, COPIES).key.tolist(), query.name
+
+
+def test_a_client_over_its_memory_tier_did_not_finish_and_the_rest_still_ran(written, tmp_path, tier):
+    meta, _ = tier
+    endpoint, layouts, index_dir = written
+    meta_path = tmp_path / "meta.parquet"
+    meta.to_parquet(meta_path)
+    config = {"repeats": 1, "queries": ["Q1", "Q8", "Q3"]}
+    with Wiretap(endpoint["host"], endpoint["port"]) as tap:
+        place = S3Place(tap.endpoint(endpoint), "sb-test-layouts", "t/L1-objects")
+        rows = lb.run_client("L1-objects", {}, place, index_dir, meta_path, tap, config, COPIES, 10 * 2**20, tmp_path)
+    status = {r["query"]: r["status"] for r in rows}
+    # unlimited, this client peaks at ~6 MB for Q1/Q3 (two images) and ~20 MB for Q8 (362 images, 16 in flight)
+    assert status["Q1"] == "ok" and status["Q8"] == "did not finish" and status["Q3"] == "ok"
+    assert "OOM-killed" in next(r["reason"] for r in rows if r["query"] == "Q8")
+
+
+def test_unknown_names_list_the_valid_ones():
+    with pytest.raises(ValueError, match="valid: L1-objects, L2-tar"):
+        get_layout("L9")
+    with pytest.raises(ValueError, match="valid: Q1, Q2"):
+        get_queries(["Q12"])
+    with pytest.raises(ValueError, match="valid: x1, x2, mini"):
+        imagenet.tier_copies("huge")
+    for key, bad in (("layouts", ["L1-objects", "L9"]), ("tier", "full"), ("queries", ["Q0x"]),
+                     ("net_profiles", ["moon"])):
+        with pytest.raises(ParamsError, match=rf"override {key} has unknown value.*valid: "):
+            experiment_config("layouts", "small", overrides={key: bad}, schema=lb.SCHEMA)
+
+
+def test_what_this_machine_cannot_provide_is_not_measured(tier):
+    meta, _ = tier
+    config = experiment_config("layouts", "small", schema=lb.SCHEMA)
+    result = lb.LayoutRun(config)
+    sweeps = lb._sweeps(config, meta, result, has_hop=False, cgroups="no memory controller")
+    assert sweeps == []  # every profile of the small preset has a link rate
+    assert {item["what"] for item in result.not_measured} == {"profile s3-5g", "profile s3-10g", "profile s3-20g",
+                                                              "memory tiers"}
+    both = lb._sweeps({**config, "net_profiles": ["unshaped"], "memory_profile": "unshaped"}, meta,
+                      lb.LayoutRun(config), has_hop=False, cgroups=None)
+    assert both == [("unshaped", [(lb.UNLIMITED, None)] + [(f"{g} GiB", lb.memory_allowance(g, meta["bytes"].sum()))
+                                                          for g in config["memory_tiers_gib"]])]
