@@ -37,7 +37,7 @@ def test_wrong_type_in_preset_names_the_preset_key():
 
 def test_unknown_store_in_params_lists_valid_ones():
     with pytest.raises(ParamsError, match=r"access_pattern.systems has unknown value\(s\) \['mysql'\]; valid: .*rocksdb"):
-        experiment_config("access_pattern", "small", params(systems=["rocksdb", "mysql"]))
+        experiment_config("access_pattern", "paper", params(systems=["rocksdb", "mysql"]))
 
 
 def test_unknown_key_and_scale_and_section():

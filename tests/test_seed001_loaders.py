@@ -187,6 +187,15 @@ def test_grid_gives_servers_the_small_grid_and_tables_no_rows_per_key():
     assert all((p.prefetch is None) == (p.loader == "map") for p in full)
 
 
+def test_workers_at_limits_worker_points_to_its_batch_sizes_and_rows_per_key():
+    config = {**_config(), "batch_sizes": [128, 1024], "rows_per_key": [1, 1024], "workers": [0, 2],
+              "workers_at": {"batch_sizes": [1024], "rows_per_key": [1024]}}
+    full = dl.grid(config, "rocksdb", table=False)
+    assert {(p.batch_size, p.rows_per_key) for p in full if p.workers} == {(1024, 1024)}
+    assert len([p for p in full if p.workers == 0]) == 2 * 2 * len(config["loaders"])
+    assert {p.batch_size for p in dl.grid(config, "tiledb-attrs", table=True) if p.workers} == {1024}
+
+
 def test_the_real_corpora_prepare_and_load(tmp_path):
     for name, modality, n in (("sentiment140", "text", 100_000), ("fb15k237", "graph", 272_115)):
         path = corpora.prepare(name, out_dir=tmp_path)

@@ -80,6 +80,7 @@ SCHEMA = {
     "prefetch": (list[int], all_positive),
     "workers": (list[int], all_non_negative),
     "server_grid": (dict, _grid),
+    "workers_at": (dict, _grid),
     "order": (str, choices({"sequential", "shuffled"})),
     "writers": (int, positive),
     "chunk_rows": (int, positive),
@@ -99,17 +100,22 @@ class Point:
 
 def grid(config: dict, system: str, table: bool) -> list[Point]:
     """The loader configurations measured on ``system``: the full grid for the seed's stores (and
-    ``full_grid_systems``), ``server_grid`` over it for the others; tables have no R."""
+    ``full_grid_systems``), ``server_grid`` over it for the others; tables have no R. With
+    ``workers_at``, W > 0 is measured only at those batch sizes and rows per key (worker start-up
+    makes those epochs the long ones)."""
     g = {key: config[key] for key in ("loaders", "batch_sizes", "rows_per_key", "prefetch", "workers")}
     if system not in config.get("full_grid_systems", SEED_SYSTEMS):
         g.update(config.get("server_grid", {}))
     rs = [1] if table else g["rows_per_key"]
+    at = config.get("workers_at") or {}
     points = []
     for r in rs:
         for loader in g["loaders"]:
             for b in g["batch_sizes"]:
                 for pf in (g["prefetch"] if loader == "iterable" else [None]):
-                    points += [Point(loader, r, b, pf, w) for w in g["workers"]]
+                    points += [Point(loader, r, b, pf, w) for w in g["workers"]
+                               if w == 0 or (b in at.get("batch_sizes", [b])
+                                             and (table or r in at.get("rows_per_key", [r])))]
     return points
 
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -194,6 +195,8 @@ def _bucket(endpoint: dict, tier: str) -> str:
 
 
 def _write(name, config, endpoint, bucket, index_dir, meta, images, server, version, progress) -> dict:
+    # lance warns at every later fork; ours (the query clients) exec a new interpreter at once
+    warnings.filterwarnings("ignore", message="lance is not fork-safe")
     layout = get_layout(name)(S3Place(endpoint, bucket, f"{config['tier']}/{name}"), index_dir,
                               **layout_options(config, name))
     if progress:
