@@ -63,6 +63,7 @@ SCHEMA = {
     "servers": (list[str], choices(SERVERS)),
     "net_profiles": (list[str], choices(PROFILES)),
     "memory_profile": (str, choices(PROFILES)),
+    "other_servers_profiles": (list[str], choices(PROFILES)),
     "memory_tiers_gib": (list[int], all_non_negative),
     "parallel": (int, positive),
     "shard_bytes": (int, positive),
@@ -123,7 +124,7 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Lay
     try:
         with ServicePool(config["endpoints"], hop=hop) as services, ExitStack() as stack:
             toxiproxy = None
-            for server in config["servers"]:
+            for i, server in enumerate(config["servers"]):
                 endpoint, service = services.endpoint(server, "disk-warm")
                 version = service.version() if service is not None else "external"
                 bucket = _bucket(endpoint, config["tier"])
@@ -134,7 +135,7 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Lay
                 if toxiproxy is None and any(PROFILES[p].relay for p in _profiles(config)):
                     from ..services import local_service
                     toxiproxy = stack.enter_context(local_service("toxiproxy"))
-                for profile, tiers in sweeps:
+                for profile, tiers in (sweeps if i == 0 else other_server_sweeps(config, sweeps)):
                     with NetworkPath(profile, hop=hop, toxiproxy=toxiproxy) as path:
                         net = path.measure()
                         profiles.append({"server": server, **net})
@@ -199,13 +200,17 @@ def _write(name, config, endpoint, bucket, index_dir, meta, images, server, vers
     warnings.filterwarnings("ignore", message="lance is not fork-safe")
     layout = get_layout(name)(S3Place(endpoint, bucket, f"{config['tier']}/{name}"), index_dir,
                               **layout_options(config, name))
-    if progress:
-        print(f"{server}: writing {len(meta):,} images as {name}", flush=True)
-    start = time.perf_counter()
-    written = layout.write(meta, images.__getitem__)
+    with tqdm(total=len(meta), desc=f"{server}: writing {name}", unit="img", disable=not progress) as bar:
+        def image(filename: str) -> bytes:   # the layout asks for each image once: the bar's tick
+            bar.update()
+            return images[filename]
+
+        start = time.perf_counter()
+        written = layout.write(meta, image)
+        seconds = time.perf_counter() - start
     return {"server": server, "server_version": version, "layout": name, "tier": config["tier"],
             "images": len(meta), "objects": written.objects, "stored_bytes": written.stored_bytes,
-            "index_bytes": written.index_bytes, "write_seconds": time.perf_counter() - start,
+            "index_bytes": written.index_bytes, "write_seconds": seconds,
             "details": json.dumps(written.details)}
 
 
@@ -231,6 +236,12 @@ def _sweeps(config: dict, meta: pd.DataFrame, result: LayoutRun, has_hop: bool, 
     elif tiers and config["memory_profile"] in sweeps:
         sweeps[config["memory_profile"]] += tiers
     return list(sweeps.items())
+
+
+def other_server_sweeps(config: dict, sweeps: list) -> list:
+    """A second S3 server is measured under ``other_servers_profiles`` only, without memory tiers:
+    enough to tell what is the layout's and what the server's."""
+    return [(profile, [(UNLIMITED, None)]) for profile, _ in sweeps if profile in config["other_servers_profiles"]]
 
 
 def run_client(name, options, place, index_dir, meta_path, tap, config, copies, limit, work,
@@ -435,13 +446,30 @@ def _fmt(x: float, unit: str = "x") -> str:
     return "n/a" if x is None or not np.isfinite(x) else f"{x:.2f}{unit}"
 
 
+def server_comparison(table: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Per other server, profile and layout: T(server) / T(first server), geometric mean over the
+    queries, and bytes received over the first server's (the layout's bytes should not change)."""
+    first = config["servers"][0]
+    part = table[table.memory_tier == UNLIMITED]
+    base = part[part.server == first].set_index(["net_profile", "layout", "query"])
+    out = []
+    for (server, profile, layout), g in part[part.server != first].groupby(["server", "net_profile", "layout"]):
+        ref = base.loc[(profile, layout)].reindex(g["query"])
+        out.append({"server": server, "vs": first, "net_profile": profile, "layout": layout,
+                    "t_ratio": float(np.exp(np.log(g.t_median_s.to_numpy() / ref.t_median_s.to_numpy()).mean())),
+                    "bytes_ratio": float(g.bytes_down.sum() / ref.bytes_down.sum())})
+    return pd.DataFrame(out)
+
+
 def findings(table: pd.DataFrame, counts: pd.DataFrame, config: dict, copies: int):
     from ..findings import Findings
+
+    everything, table = table, table[table.server == config["servers"][0]]
 
     base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
     cross = crossover(table, counts, copies)
     at = cross[cross.net_profile == base].set_index("size")
-    lines = [f"Tier {config['tier']} ({copies} cop{'y' if copies == 1 else 'ies'} of each real image); retrieval "
+    lines = [f"Server {config['servers'][0]}; tier {config['tier']} ({copies} cop{'y' if copies == 1 else 'ies'} of each real image); retrieval "
              f"sizes as the seed's (small: at most one class, mid: up to 20 classes, large: beyond). "
              f"Verdicts at {base}{' (t3.medium tier)' if base == 's3-5g' else ''}; every profile is in the "
              "tables above.", "",
@@ -506,6 +534,13 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config: dict, copies: in
                   + "): " + ", ".join(f"{SHORT[k]} ${cost.loc['C_total', k]:.6f}" for k in cost.columns)
                   + f" (network: {shares} of it). "
                   "Our tier is far smaller than the seed's full ImageNet: compare the ratios between layouts, not the dollars.", ""]
+    servers = server_comparison(everything, config)
+    if not servers.empty:
+        lines += [f"**The server, not the layout**: the same layouts on {', '.join(servers.server.unique())} vs "
+                  f"{config['servers'][0]}, T ratio (geometric mean over the queries) "
+                  + ", ".join(f"{SHORT[r.layout]} {_fmt(r.t_ratio)} at {r.net_profile}" for r in servers.itertuples())
+                  + "; bytes received " + ", ".join(f"{SHORT[r.layout]} {_fmt(r.bytes_ratio)}" for r in servers.itertuples())
+                  + " of the first server's. A layout's ranking that holds on both servers is the layout's.", ""]
     headline = (f"LayoutBench ({config['tier']}): small L1/L2 {_fmt(get('small', 'L1_over_L2'))}, large L1/L2 "
                 f"{_fmt(get('large', 'L1_over_L2'))}; L3 reads {_fmt(l3_selective.max() if len(l3_selective) else np.nan)} "
                 f"the minimum on selective queries; L4 (Lance) {_fmt(l4['mid'])} of the best of L1/L2 on mid queries")
