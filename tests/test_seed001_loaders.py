@@ -129,7 +129,7 @@ def test_map_loader_batch_is_one_read_and_tensors_of_the_workload(rows_of, syste
         delivered += batch["row"].tolist()
         assert batch["row"].tolist() == plan
         if rows_of.modality == "image":
-            assert batch["x"].shape == (len(plan), 3, 32, 32) and batch["x"].dtype == torch.float32
+            assert batch["x"].shape == (len(plan), 32, 32, 3) and batch["x"].dtype == torch.uint8
         if rows_of.modality == "graph":
             assert torch.equal(batch["triple"], torch.as_tensor(rows_of.columns["triple"][plan], dtype=torch.int64))
         if rows_of.modality == "text":

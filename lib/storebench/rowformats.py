@@ -49,7 +49,8 @@ class ImageRows(RowFormat):
 
     def decode_many(self, values):
         rows = np.frombuffer(b"".join(values), dtype=np.uint8).reshape(-1, self.width)
-        return {"image": rows[:, 1:].reshape(-1, *self.shape), "label": rows[:, 0]}
+        # one copy makes the pixels contiguous: fingerprinted and handed to torch without another
+        return {"image": np.ascontiguousarray(rows[:, 1:]).reshape(-1, *self.shape), "label": rows[:, 0]}
 
 
 class GraphRows(RowFormat):
