@@ -43,3 +43,19 @@ def test_a_node_joins_and_leaves_with_every_row_intact(tmp_path):
         assert ring.status() == {FIRST: "UN"} and read_all(session, rows)
         cluster.shutdown()
     assert cassandra_jvms() == before
+
+
+def test_table_histograms_are_parsed_to_read_latency_percentiles():
+    from storebench.services.cassandra import parse_table_histograms
+
+    text = """ks/t histograms
+Percentile      Read Latency     Write Latency          SSTables    Partition Size        Cell Count
+50%                    86.00             50.00              0.00               NaN               NaN
+95%                   310.00            179.00              0.00               NaN               NaN
+99%                 17084.00           8239.00              0.00               NaN               NaN
+Min                    25.00             21.00              0.00               NaN               NaN
+Max                 73457.00          35425.00              0.00               NaN               NaN
+"""
+    assert parse_table_histograms(text) == {"p50": 86.0, "p95": 310.0, "p99": 17084.0, "min": 25.0, "max": 73457.0}
+    with pytest.raises(ValueError, match="no read latency percentiles"):
+        parse_table_histograms("nodetool: Unknown keyspace/table ks.t")

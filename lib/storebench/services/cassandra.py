@@ -163,3 +163,21 @@ class CassandraService(LocalService):
             raise ServiceError(self.system, f"nodetool {' '.join(args)} failed ({res.returncode}):\n"
                                f"{res.stdout[-2000:]}{res.stderr[-2000:]}", self.log_file)
         return res.stdout
+
+    def read_latency_percentiles(self, keyspace: str, table: str) -> dict[str, float]:
+        """Read latency (us) at the percentiles ``nodetool tablehistograms`` reports (50, 75, 95, 98,
+        99, Min, Max): the coordinator's recent reads of the table (a decaying reservoir)."""
+        return parse_table_histograms(self.nodetool("tablehistograms", keyspace, table))
+
+
+def parse_table_histograms(text: str) -> dict[str, float]:
+    """``nodetool tablehistograms`` output -> {"p50": us, ..., "min": us, "max": us} of Read Latency."""
+    out = {}
+    for line in text.splitlines():
+        match = re.match(r"^(\d+)%\s+([\d.]+|NaN)\s", line) or re.match(r"^(Min|Max)\s+([\d.]+|NaN)\s", line)
+        if match:
+            name = f"p{match.group(1)}" if match.group(1).isdigit() else match.group(1).lower()
+            out[name] = float(match.group(2))
+    if "p50" not in out:
+        raise ValueError(f"no read latency percentiles in nodetool tablehistograms output:\n{text[-1000:]}")
+    return out
