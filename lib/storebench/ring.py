@@ -16,7 +16,7 @@ import re
 import time
 from pathlib import Path
 
-from .services.base import ServiceError
+from .services.base import ServiceError, port_offset
 from .services.cassandra import CassandraService
 
 FIRST, SECOND = "127.0.0.1", "127.0.0.2"
@@ -43,7 +43,7 @@ class Ring:
         """Start the second node with the first as its seed; seconds until both are Up/Normal."""
         start = time.monotonic()
         self.second = CassandraService(self.workdir / "node2", self.location, host=SECOND, heap=self.heap,
-                                       seeds=f"{FIRST}:{self.first.storage_port}", jmx_port=SECOND_JMX_PORT,
+                                       seeds=f"{FIRST}:{self.first.storage_port}", jmx_port=SECOND_JMX_PORT + port_offset(),
                                        ring_delay_ms=5000)
         self.second.wipe()
         self.second.ready_timeout = self.join_timeout
