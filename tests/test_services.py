@@ -416,3 +416,15 @@ def test_rgw_starts_on_its_own_ceph_on_loopback_and_stops_by_pid(workdir):
     assert not svc.pidfile.exists() and not svc.ceph.pidfile.exists()
     svc.wipe()
 
+
+
+def test_a_port_offset_moves_every_default_port(monkeypatch, tmp_path):
+    from storebench.services import local_service
+
+    monkeypatch.setenv("STOREBENCH_PORT_OFFSET", "20000")
+    cassandra = local_service("cassandra", tmp_path)
+    assert (cassandra.port, cassandra.storage_port, cassandra.jmx_port) == (29042, 27000, 27199)
+    assert local_service("minio", tmp_path).port == 29000 and local_service("redis", tmp_path, port=7000).port == 7000
+    monkeypatch.setenv("STOREBENCH_PORT_OFFSET", "-1")
+    with pytest.raises(ValueError, match="STOREBENCH_PORT_OFFSET must be an integer"):
+        local_service("redis", tmp_path)

@@ -99,6 +99,15 @@ def load_options_file(path: Path) -> list[str]:
     return args
 
 
+def port_offset() -> int:
+    """``STOREBENCH_PORT_OFFSET`` added to every default port (0): a second suite (a pipeline beside
+    a test run) then runs its servers beside the first one's instead of failing on a busy port."""
+    value = os.environ.get("STOREBENCH_PORT_OFFSET", "0")
+    if not value.isdigit() or int(value) > 30000:
+        raise ValueError(f"STOREBENCH_PORT_OFFSET must be an integer in 0..30000, got {value!r}")
+    return int(value)
+
+
 def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -256,7 +265,7 @@ class LocalService:
             raise ValueError(f"unknown location {location!r}; valid: {', '.join(LOCATIONS)}")
         self.workdir = Path(workdir).resolve()
         self.location = location
-        self.port = int(port) if port is not None else self.default_port
+        self.port = int(port) if port is not None else self.default_port + port_offset()
         self.host = host    # the address the server binds and clients connect to
         self.netns = netns  # a network namespace to run the server processes in (None: this one)
         self.dir = self.workdir / self.system

@@ -1,8 +1,9 @@
 """Apache Cassandra 5.0 from Maven Central jars (install-cassandra.sh), run with Java 17.
 
-Single node on 127.0.0.1 (or ``host`` in a namespace); no authentication (AllowAllAuthenticator, see
+A node on 127.0.0.1 (or ``host`` in a namespace); no authentication (AllowAllAuthenticator, see
 env/conf/cassandra.yaml.in). Ports: native (CQL) ``port`` (9042), storage ``7000 + (port -
-9042)``, JMX ``7199 + (port - 9042)``. Heap: ``STOREBENCH_CASSANDRA_HEAP`` (default 1G).
+9042)``, JMX ``7199 + (port - 9042)`` unless given. Heap: ``STOREBENCH_CASSANDRA_HEAP`` (default 1G).
+A node started with ``seeds`` of another joins that node's ring (storebench.ring).
 """
 from __future__ import annotations
 
@@ -37,11 +38,14 @@ class CassandraService(LocalService):
     probe_interval = 0.25
 
     def __init__(self, workdir, location: str = "disk", port: int | None = None, host: str = "127.0.0.1",
-                 netns: str | None = None, heap: str | None = None):
+                 netns: str | None = None, heap: str | None = None, seeds: str | None = None,
+                 jmx_port: int | None = None, ring_delay_ms: int = 1000):
         super().__init__(workdir, location, port, host, netns)
         self.heap = heap or os.environ.get("STOREBENCH_CASSANDRA_HEAP", "1G")
         self.storage_port = 7000 + (self.port - 9042)
-        self.jmx_port = 7199 + (self.port - 9042)
+        self.jmx_port = jmx_port or 7199 + (self.port - 9042)
+        self.seeds = seeds or f"{self.host}:{self.storage_port}"
+        self.ring_delay_ms = ring_delay_ms
         self.conf = self.dir / f"conf-{self.port}"
 
     # -- install ------------------------------------------------------------------------
@@ -77,7 +81,7 @@ class CassandraService(LocalService):
         self.conf.mkdir(parents=True, exist_ok=True)
         (self.conf / "cassandra.yaml").write_text(render_template(conf_dir() / "cassandra.yaml.in", {
             "DATA_DIR": self.data_dir, "ADDRESS": self.host, "STORAGE_PORT": self.storage_port,
-            "NATIVE_PORT": self.port,
+            "NATIVE_PORT": self.port, "SEEDS": self.seeds,
         }))
         shutil.copyfile(conf_dir() / "logback.xml", self.conf / "logback.xml")
         lib = self.home() / "lib"
@@ -94,8 +98,9 @@ class CassandraService(LocalService):
             f"-Dcassandra.jmx.local.port={self.jmx_port}",
             "-Djava.rmi.server.hostname=127.0.0.1",  # JMX is local-only: nodetool runs beside it
             "-Dcassandra-foreground=yes",
-            # Single node: no need to wait for gossip/ring settling (else a fresh node idles 30 s).
-            "-Dcassandra.ring_delay_ms=1000",
+            # Single node: no need to wait for gossip/ring settling (else a fresh node idles 30 s);
+            # a node joining a ring waits longer, to learn the ring's tokens before it takes its own.
+            f"-Dcassandra.ring_delay_ms={self.ring_delay_ms}",
             "-Dcassandra.skip_wait_for_gossip_to_settle=0",
             f"-Djava.io.tmpdir={self.dir / 'tmp'}",
             f"-Duser.home={self.dir}",
@@ -158,3 +163,21 @@ class CassandraService(LocalService):
             raise ServiceError(self.system, f"nodetool {' '.join(args)} failed ({res.returncode}):\n"
                                f"{res.stdout[-2000:]}{res.stderr[-2000:]}", self.log_file)
         return res.stdout
+
+    def read_latency_percentiles(self, keyspace: str, table: str) -> dict[str, float]:
+        """Read latency (us) at the percentiles ``nodetool tablehistograms`` reports (50, 75, 95, 98,
+        99, Min, Max): the coordinator's recent reads of the table (a decaying reservoir)."""
+        return parse_table_histograms(self.nodetool("tablehistograms", keyspace, table))
+
+
+def parse_table_histograms(text: str) -> dict[str, float]:
+    """``nodetool tablehistograms`` output -> {"p50": us, ..., "min": us, "max": us} of Read Latency."""
+    out = {}
+    for line in text.splitlines():
+        match = re.match(r"^(\d+)%\s+([\d.]+|NaN)\s", line) or re.match(r"^(Min|Max)\s+([\d.]+|NaN)\s", line)
+        if match:
+            name = f"p{match.group(1)}" if match.group(1).isdigit() else match.group(1).lower()
+            out[name] = float(match.group(2))
+    if "p50" not in out:
+        raise ValueError(f"no read latency percentiles in nodetool tablehistograms output:\n{text[-1000:]}")
+    return out
