@@ -141,8 +141,8 @@ def image_set(n_samples: int, encoding: str = "jpeg", seed: int = 0, n_originals
     meta, blobs = originals(encoding, n_originals, data_dir)
     which = np.arange(n_samples) % len(meta)
     rng = np.random.default_rng(seed)
-    ids = [uuid.UUID(bytes=b, version=4) for b in (rng.bytes(16 * n_samples)[i:i + 16]
-                                                   for i in range(0, 16 * n_samples, 16))]
+    raw = rng.bytes(16 * n_samples)  # prefix-stable: a smaller set's UUIDs are a larger one's first
+    ids = [uuid.UUID(bytes=raw[i:i + 16], version=4) for i in range(0, len(raw), 16)]
     sizes = np.array([len(b) for b in blobs])
     sums = np.array([checksum(b) for b in blobs], dtype=np.int64)
     table = meta.iloc[which].reset_index(drop=True)
