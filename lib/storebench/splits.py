@@ -17,10 +17,11 @@ label columns, the ratios, balance and seed, and a fingerprint of the table's UU
 it against a table whose UUIDs differ raises :class:`SplitMismatch`. ``Splits.epoch(i, e)`` is
 split ``i`` reshuffled for epoch ``e``: the same on every rank that has the same seed.
 
-Tolerances (what the property tests hold): with ``G`` the largest group (rows) and ``N`` the rows
-used, every split's share is within ``G / N`` of its ratio whenever every group fits in some
-split's room at step 3 (the loop never has to place a group beyond its targets); a split's class
-shares are within ``1 / n_split`` of ``balance`` (rounding of the class targets).
+Tolerances (what the property tests hold, over random tables with mixed and single-class groups):
+with ``G`` the largest group (rows) and ``N`` the rows used, without ``balance`` every split's share
+is within ``G / N`` of its ratio (at most 0.87 G / N was seen over 300 random tables); with
+``balance`` every split's class counts are within half a row of ``balance x split size``
+(rounding of the class targets), and a split shrinks rather than break the balance.
 """
 from __future__ import annotations
 
