@@ -84,15 +84,16 @@ def decode_batch(blobs: list[bytes], encoding: str) -> np.ndarray:
 
 @lru_cache(maxsize=4)
 def originals(encoding: str, n_originals: int | None = None, data_dir: Path = DATA_DIR) -> tuple[pd.DataFrame, tuple]:
-    """The first ``n_originals`` real images (class-index order; all 1,000 if None) as
-    (metadata frame, tuple of encoded blobs). Cached per process: decoding 1,000 JPEGs takes seconds."""
+    """``n_originals`` real images (all 1,000 if None; else evenly spaced over the class indices, so
+    a small set has animals and objects) as (metadata frame, tuple of encoded blobs) in class-index
+    order. Cached per process: decoding 1,000 JPEGs takes seconds."""
     if encoding not in ENCODINGS:
         raise ValueError(f"unknown encoding {encoding!r}; valid: {', '.join(ENCODINGS)}")
     table = imagenet.manifest(data_dir).sort_values("class_index").reset_index(drop=True)
     if n_originals is not None:
         if not 1 <= n_originals <= len(table):
             raise ValueError(f"n_originals must be in 1..{len(table)}, got {n_originals}")
-        table = table.iloc[:n_originals]
+        table = table.iloc[np.unique(np.linspace(0, len(table) - 1, n_originals).round().astype(int))]
     wanted = set(table["filename"])
     blobs = {name: encode(centre_crop(data), encoding) for name, data in imagenet.images(data_dir) if name in wanted}
     meta = pd.DataFrame({
