@@ -23,7 +23,7 @@ import threading
 import uuid
 import zlib
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, InvalidStateError, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import NamedTuple, Sequence
 
@@ -91,14 +91,21 @@ def _gather(parts: list[Future], n: int) -> Future:
         with lock:
             left[0] -= 1
             last = left[0] == 0
+        if out.done():  # failed or cancelled already
+            return
         for part in parts:
             if part.done() and part.exception() is not None:
-                if not out.done():
-                    out.set_exception(part.exception())
+                _settle(out.set_exception, part.exception())
                 return
-        if last and not out.done():
-            out.set_result([blob for part in parts for blob in part.result()])
+        if last:
+            _settle(out.set_result, [blob for part in parts for blob in part.result()])
 
+    def cancelled(future):
+        if future.cancelled():
+            for part in parts:
+                part.cancel()
+
+    out.add_done_callback(cancelled)
     if not parts:
         out.set_result([])
     for part in parts:
@@ -124,6 +131,14 @@ class CassandraBlobs:
 
     def open(self) -> "_CassandraReader":
         return _CassandraReader(self)
+
+
+def _settle(setter, value) -> None:
+    """Set a future's outcome unless it has one (a first error wins; a closed stream cancels)."""
+    try:
+        setter(value)
+    except InvalidStateError:
+        pass
 
 
 class _BatchReads:
@@ -188,11 +203,10 @@ class _CassandraReader:
             if rows:
                 batch.labels[i], batch.blobs[i] = rows[0].label, rows[0].data
                 batch.left -= 1
-                complete = batch.left == 0 and not batch.future.done()
+                if batch.left == 0:
+                    _settle(batch.future.set_result, (batch.blobs, batch.labels))
         if not rows:
             self._fail(batch, LoaderError(f"{self.where}: sample {batch.ids[i]} is not there"))
-        elif complete:
-            batch.future.set_result((batch.blobs, batch.labels))
         self._pump()
 
     def _failed(self, error, batch, i):
@@ -204,9 +218,7 @@ class _CassandraReader:
 
     def _fail(self, batch, error):
         with self.lock:
-            if batch.future.done():
-                return
-            batch.future.set_exception(error)
+            _settle(batch.future.set_exception, error)
 
     def close(self):
         self.cluster.shutdown()
@@ -326,8 +338,13 @@ class BatchStream:
         return Batch(list(ids), self.catalog.labels[rows] if labels is None else labels, blobs)
 
     def close(self):
+        """Stop submitting; batches requested and not taken are cancelled (their pending reads skipped)."""
         self.stopped = True
         self.thread.join(timeout=5)
+        with self.cond:
+            for item in self.ready:
+                if isinstance(item, tuple):
+                    item[2].cancel()
 
 
 def cut(ids: Sequence, batch_size: int) -> list[list]:
