@@ -77,13 +77,23 @@ def embedded(tmp_path_factory, images):
         store.close()
 
 
+@pytest.fixture(scope="module")
+def redis_store(tmp_path_factory, images):
+    """A server store other than Cassandra (own Redis on port 6396), holding the samples by integer key."""
+    with local_service("redis", tmp_path_factory.mktemp("redis"), "memory", port=6396) as svc:
+        store = get_store_class("redis")(svc.endpoint(), namespace="seed004", service=svc)
+        store.put_many(images.items())
+        yield store
+        store.close()
+
+
 def source_for(name, ingested, embedded, in_flight=32):
     if name == "cassandra":
         return CassandraBlobs(ingested, KEYSPACE, in_flight=in_flight, request_timeout=5)
     return StoreBlobs(StoreOpener.of(embedded[name]), in_flight=in_flight)
 
 
-SYSTEMS = ["cassandra", "localfs", "rocksdb"]
+SYSTEMS = ["cassandra", "localfs", "rocksdb", "redis"]
 
 
 # ------------------------------------------------------------------------------ data model
@@ -131,7 +141,10 @@ def test_a_split_file_of_another_table_is_rejected(tmp_path, splits, session, in
 
 # ------------------------------------------------------------------------------ the loop face
 @pytest.mark.parametrize("system", SYSTEMS)
-def test_load_batch_reads_every_sample_of_each_split_once_verified(system, ingested, embedded, images, splits):
+def test_load_batch_reads_every_sample_of_each_split_once_verified(system, ingested, embedded, images, splits,
+                                                                   request):
+    if system == "redis":
+        embedded = {"redis": request.getfixturevalue("redis_store")}
     catalog = Catalog.from_frame(images.table)
     blob_of = dict(zip(images.table["id"], images.blobs))
     with PrefetchLoader(source_for(system, ingested, embedded), catalog, splits, batch_size=16) as loader:

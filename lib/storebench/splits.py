@@ -180,7 +180,8 @@ def make_splits(source: MetadataSource, ratios: Sequence[float], group_by: Seque
     header = {
         "format": FORMAT, "source": source.name, "group_by": list(group_by), "label": label,
         "classes": [c if isinstance(c, str) else int(c) for c in classes], "ratios": ratios.tolist(),
-        "balance": None if balance is None else balance.tolist(), "max_samples": max_samples, "seed": seed,
+        "balance": None if balance is None else balance.tolist(),
+        "max_samples": None if max_samples is None else int(max_samples), "seed": int(seed),
         "n_table": len(frame), "fingerprint": fingerprint(frame["id"]), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "sizes": [len(s) for s in ids],
     }

@@ -226,7 +226,12 @@ class _CassandraReader:
 
 @dataclass(frozen=True)
 class StoreBlobs:
-    """Reads the samples' integer keys from any Store of the registry (ingested with ``ImageSet.items()``)."""
+    """Reads the samples' integer keys from any Store of the registry (ingested with ``ImageSet.items()``):
+    a batch is cut into ``min(in_flight, B)`` parts, each one ``get_many`` (``get`` for one key) on a pool
+    of ``in_flight`` threads sharing the store's client. ``in_flight=1`` is one native multi-read per
+    batch. Measured here (400 JPEGs, B=64, shared 2-core machine): FerretDB (MongoDB API on SQLite)
+    collapses under concurrent requests (10 img/s at 32 in flight, 55 at 4, 246 at 1); Redis and the
+    embedded stores do not."""
 
     opener: StoreOpener
     in_flight: int = 32
@@ -364,7 +369,10 @@ class PrefetchLoader:
                 ids, y, blobs = loader.load_batch(0)
 
     A split's reader and its prefetch thread start at its first ``load_batch``; splits never used
-    cost nothing (the seed's lazy allocation, Sec 4.2 and 6.2)."""
+    cost nothing (the seed's lazy allocation, Sec 4.2 and 6.2): with 2n splits made by every rank from
+    the same seed, rank i reads only splits i (training) and n + i (validation).
+    For Cassandra the catalog comes from the table itself:
+    ``Catalog.from_frame(cassandra_model.read_metadata(session, keyspace))``."""
 
     def __init__(self, source, catalog: Catalog, splits: Splits, batch_size: int = 32, depth: int = 2,
                  timeout: float = 120.0):
