@@ -180,6 +180,25 @@ def test_two_ranks_with_two_workers_each_read_the_split_exactly_once(system, ing
     assert len(seen) == len(set(seen)) == len(splits.ids[0]) and set(seen) == set(splits.ids[0])
 
 
+def test_the_next_depth_batches_are_requested_before_the_current_one_is_awaited(embedded, images, splits):
+    from storebench.loaders.prefetch import BatchStream, cut
+
+    catalog = Catalog.from_frame(images.table)
+    reader = StoreBlobs(StoreOpener.of(embedded["localfs"]), in_flight=4).open()
+    submitted = []
+    submit = reader.submit
+    reader.submit = lambda ids, keys: submitted.append(ids) or submit(ids, keys)
+    try:
+        batches = cut(splits.ids[0], 8)
+        stream = BatchStream(reader, catalog, batches, depth=2)
+        assert len(submitted) == 2  # nothing taken yet: two batches requested
+        next(stream)
+        assert len(submitted) == 3  # taking batch 0 requested batch 2 first
+        assert sum(len(b.ids) for b in stream) == len(splits.ids[0]) - 8 and submitted == batches
+    finally:
+        reader.close()
+
+
 # ------------------------------------------------------------------------------ faults
 def test_a_corrupted_blob_is_detected_naming_its_uuid(session, ingested, embedded, images, splits):
     catalog = Catalog.from_frame(images.table)
@@ -226,3 +245,4 @@ def test_a_node_killed_during_reads_fails_clearly_naming_it(cassandra, ingested,
     finally:
         killer.cancel()
         loader.close()
+

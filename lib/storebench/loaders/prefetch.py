@@ -4,10 +4,9 @@ A batch of UUIDs becomes many requests in flight at once (``in_flight``, default
 seed's thread pool): on Cassandra single-partition SELECTs of ``data_by_uuid`` on the driver's
 async API (:class:`CassandraBlobs`), on any other store ``get_many`` calls of the integer keys the
 samples have there, issued from a pool of ``in_flight`` threads (:class:`StoreBlobs`; ``in_flight=1``
-is one native multi-read per batch). A background thread submits the next batches while the
-current one is consumed: at most ``depth`` batches (default 2: double buffering) are requested
-and not yet taken. Readers (connections, threads) are opened lazily, per split, in the process
-that reads.
+is one native multi-read per batch). The next ``depth`` batches (default 2: double buffering)
+are requested before the current one is awaited, so they download while it is consumed. Readers
+(connections, threads) are opened lazily, per split, in the process that reads.
 
 Two faces: :class:`PrefetchLoader` (the seed's ``load_batch(split)`` loop, ``num_batches``,
 ``rewind_splits``) and :class:`PrefetchIterableDataset` (PyTorch, sharded by rank, then by
@@ -276,60 +275,38 @@ class _StoreReader:
 
 
 # ------------------------------------------------------------------------------ the pipeline
-_END = object()
-
-
 class BatchStream:
-    """Batches of ``batches`` (lists of UUIDs) read through ``reader``: a background thread submits
-    them, at most ``depth`` ahead of the consumer; iterate to get verified :class:`Batch` es."""
+    """Batches of ``batches`` (lists of UUIDs) read through ``reader``, ``depth`` batches requested
+    ahead of the one being consumed: taking batch k first requests batch k + depth, then waits for
+    k. The readers are asynchronous (the driver's I/O thread, a thread pool), so the requests run
+    in the background while the consumer works; no thread of its own. Iterate for verified batches."""
 
     def __init__(self, reader, catalog: Catalog, batches: Sequence[Sequence[uuid.UUID]], depth: int = 2,
                  timeout: float = 120.0):
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
-        self.reader, self.catalog, self.batches, self.timeout = reader, catalog, batches, timeout
-        self.ahead = threading.Semaphore(depth)
-        self.ready: "list" = []
-        self.cond = threading.Condition()
-        self.stopped = False
-        self.thread = threading.Thread(target=self._produce, name="prefetch", daemon=True)
-        self.thread.start()
+        self.reader, self.catalog, self.depth, self.timeout = reader, catalog, depth, timeout
+        self.todo = iter(batches)
+        self.requested: deque = deque()
+        self._request()
 
-    def _produce(self):
-        try:
-            for ids in self.batches:
-                while not self.ahead.acquire(timeout=0.5):
-                    if self.stopped:
-                        return
-                if self.stopped:
-                    return
-                rows = self.catalog.rows(ids)
-                self._put((ids, rows, self.reader.submit(ids, self.catalog.keys[rows])))
-            self._put(_END)
-        except BaseException as error:  # noqa: BLE001 - handed to the consumer
-            self._put(error)
-
-    def _put(self, item):
-        with self.cond:
-            self.ready.append(item)
-            self.cond.notify()
+    def _request(self) -> None:
+        while len(self.requested) < self.depth:
+            ids = next(self.todo, None)
+            if ids is None:
+                return
+            rows = self.catalog.rows(ids)
+            self.requested.append((ids, rows, self.reader.submit(ids, self.catalog.keys[rows])))
 
     def __iter__(self):
         return self
 
     def __next__(self) -> Batch:
-        with self.cond:
-            if not self.cond.wait_for(lambda: self.ready, timeout=self.timeout):
-                raise LoaderError(f"{self.reader.where}: no batch submitted in {self.timeout:.0f} s")
-            item = self.ready.pop(0)
-        if item is _END:
-            self.ready.insert(0, _END)
+        if not self.requested:
             raise StopIteration
-        if isinstance(item, BaseException):
-            self.stopped = True
-            raise item
-        ids, rows, future = item
+        ids, rows, future = self.requested.popleft()
         try:
+            self._request()
             result = future.result(timeout=self.timeout)
         except TimeoutError:
             self.close()
@@ -337,19 +314,15 @@ class BatchStream:
         except BaseException:
             self.close()
             raise
-        self.ahead.release()
         blobs, labels = result if self.reader.returns_labels else (result, None)
         self.catalog.verify(self.reader.where, ids, rows, blobs, labels)
         return Batch(list(ids), self.catalog.labels[rows] if labels is None else labels, blobs)
 
-    def close(self):
-        """Stop submitting; batches requested and not taken are cancelled (their pending reads skipped)."""
-        self.stopped = True
-        self.thread.join(timeout=5)
-        with self.cond:
-            for item in self.ready:
-                if isinstance(item, tuple):
-                    item[2].cancel()
+    def close(self) -> None:
+        """Batches requested and not taken are cancelled (their pending reads are skipped)."""
+        while self.requested:
+            self.requested.popleft()[2].cancel()
+        self.todo = iter(())
 
 
 def cut(ids: Sequence, batch_size: int) -> list[list]:
