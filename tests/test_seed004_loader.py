@@ -117,6 +117,10 @@ def test_images_are_224_rgb_in_both_encodings(images):
     pixels = imagesets.decode(images.blobs[0], "jpeg")
     assert pixels.shape == (224, 224, 3) and pixels.dtype.name == "uint8"
     assert 5_000 < images.table["bytes"].mean() < 40_000
+    smaller = imagesets.image_set(120, "jpeg", n_originals=50)
+    assert smaller.table["id"].tolist() == images.table["id"][:120].tolist()  # seeded, prefix-stable UUIDs
+    assert imagesets.image_set(120, "jpeg", seed=1, n_originals=50).table["id"][0] != smaller.table["id"][0]
+    assert images.table.groupby("original").size().eq(4).all() and set(images.table["kind"]) == {"animal", "object"}
 
 
 def test_splits_from_cassandra_equal_splits_from_the_same_rows_in_memory(splits, images):
