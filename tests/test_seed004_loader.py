@@ -1,4 +1,4 @@
-"""Seed 004 on a real Cassandra (its own node on port 9242, data on tmpfs) and real embedded stores:
+"""Seed 004 on a real Cassandra (its own node, port 9242 + STOREBENCH_PORT_OFFSET, data on tmpfs) and real stores:
 the three tables, splits read from metadata_by_nat, the prefetching loader's two faces reading
 every sample of a split exactly once (2 ranks x 2 DataLoader workers), checksums, corruption,
 split files of another table, unreachable and killed nodes. No Cassandra is left running."""
@@ -20,10 +20,12 @@ from storebench.loaders.prefetch import (Catalog, CassandraBlobs, LoaderError, P
                                          PrefetchLoader, StoreBlobs)
 from storebench.readers import VerificationError
 from storebench.services import local_service
+from storebench.services.base import port_offset
 from storebench.stores import get_store_class
 
 pytestmark = pytest.mark.server
-PORT = 9242  # apart from the session's servers (9042) and storebench.ring's second node
+# apart from the session's servers (9042) and storebench.ring's nodes; moved like them by STOREBENCH_PORT_OFFSET
+PORT, REDIS_PORT = 9242 + port_offset(), 6396 + port_offset()
 KEYSPACE = "seed004_test"
 
 
@@ -79,8 +81,8 @@ def embedded(tmp_path_factory, images):
 
 @pytest.fixture(scope="module")
 def redis_store(tmp_path_factory, images):
-    """A server store other than Cassandra (own Redis on port 6396), holding the samples by integer key."""
-    with local_service("redis", tmp_path_factory.mktemp("redis"), "memory", port=6396) as svc:
+    """A server store other than Cassandra (its own Redis), holding the samples by integer key."""
+    with local_service("redis", tmp_path_factory.mktemp("redis"), "memory", port=REDIS_PORT) as svc:
         store = get_store_class("redis")(svc.endpoint(), namespace="seed004", service=svc)
         store.put_many(images.items())
         yield store
@@ -224,8 +226,9 @@ def test_a_corrupted_blob_is_detected_naming_its_uuid(session, ingested, embedde
 
 
 def test_an_unreachable_node_is_named():
-    source = CassandraBlobs({"contact_points": ["127.0.0.1"], "port": 9299}, KEYSPACE)
-    with pytest.raises(LoaderError, match=r"cassandra at 127.0.0.1:9299: cannot connect"):
+    nobody = PORT + 57  # nothing listens there
+    source = CassandraBlobs({"contact_points": ["127.0.0.1"], "port": nobody}, KEYSPACE)
+    with pytest.raises(LoaderError, match=rf"cassandra at 127.0.0.1:{nobody}: cannot connect"):
         source.open()
 
 
@@ -240,7 +243,7 @@ def test_a_node_killed_during_reads_fails_clearly_naming_it(cassandra, ingested,
     killer.start()
     start = time.monotonic()
     try:
-        with pytest.raises(LoaderError, match=r"cassandra at 127.0.0.1:9242 seed004_test.data_by_uuid: reading "
+        with pytest.raises(LoaderError, match=rf"cassandra at 127.0.0.1:{PORT} seed004_test.data_by_uuid: reading "
                                               r"sample .* failed") as failure:
             for _ in range(loader.num_batches[0] - 1):
                 loader.load_batch(0)
