@@ -1,4 +1,4 @@
-"""Seed 004 on a real Cassandra (its own node on port 9242, data on tmpfs) and real embedded stores:
+"""Seed 004 on a real Cassandra (its own node, port 9242 + STOREBENCH_PORT_OFFSET, data on tmpfs) and real stores:
 the three tables, splits read from metadata_by_nat, the prefetching loader's two faces reading
 every sample of a split exactly once (2 ranks x 2 DataLoader workers), checksums, corruption,
 split files of another table, unreachable and killed nodes. No Cassandra is left running."""
@@ -20,10 +20,12 @@ from storebench.loaders.prefetch import (Catalog, CassandraBlobs, LoaderError, P
                                          PrefetchLoader, StoreBlobs)
 from storebench.readers import VerificationError
 from storebench.services import local_service
+from storebench.services.base import port_offset
 from storebench.stores import get_store_class
 
 pytestmark = pytest.mark.server
-PORT = 9242  # apart from the session's servers (9042) and storebench.ring's second node
+# apart from the session's servers (9042) and storebench.ring's nodes; moved like them by STOREBENCH_PORT_OFFSET
+PORT, REDIS_PORT = 9242 + port_offset(), 6396 + port_offset()
 KEYSPACE = "seed004_test"
 
 
@@ -77,13 +79,23 @@ def embedded(tmp_path_factory, images):
         store.close()
 
 
+@pytest.fixture(scope="module")
+def redis_store(tmp_path_factory, images):
+    """A server store other than Cassandra (its own Redis), holding the samples by integer key."""
+    with local_service("redis", tmp_path_factory.mktemp("redis"), "memory", port=REDIS_PORT) as svc:
+        store = get_store_class("redis")(svc.endpoint(), namespace="seed004", service=svc)
+        store.put_many(images.items())
+        yield store
+        store.close()
+
+
 def source_for(name, ingested, embedded, in_flight=32):
     if name == "cassandra":
         return CassandraBlobs(ingested, KEYSPACE, in_flight=in_flight, request_timeout=5)
     return StoreBlobs(StoreOpener.of(embedded[name]), in_flight=in_flight)
 
 
-SYSTEMS = ["cassandra", "localfs", "rocksdb"]
+SYSTEMS = ["cassandra", "localfs", "rocksdb", "redis"]
 
 
 # ------------------------------------------------------------------------------ data model
@@ -107,6 +119,10 @@ def test_images_are_224_rgb_in_both_encodings(images):
     pixels = imagesets.decode(images.blobs[0], "jpeg")
     assert pixels.shape == (224, 224, 3) and pixels.dtype.name == "uint8"
     assert 5_000 < images.table["bytes"].mean() < 40_000
+    smaller = imagesets.image_set(120, "jpeg", n_originals=50)
+    assert smaller.table["id"].tolist() == images.table["id"][:120].tolist()  # seeded, prefix-stable UUIDs
+    assert imagesets.image_set(120, "jpeg", seed=1, n_originals=50).table["id"][0] != smaller.table["id"][0]
+    assert images.table.groupby("original").size().eq(4).all() and set(images.table["kind"]) == {"animal", "object"}
 
 
 def test_splits_from_cassandra_equal_splits_from_the_same_rows_in_memory(splits, images):
@@ -131,7 +147,10 @@ def test_a_split_file_of_another_table_is_rejected(tmp_path, splits, session, in
 
 # ------------------------------------------------------------------------------ the loop face
 @pytest.mark.parametrize("system", SYSTEMS)
-def test_load_batch_reads_every_sample_of_each_split_once_verified(system, ingested, embedded, images, splits):
+def test_load_batch_reads_every_sample_of_each_split_once_verified(system, ingested, embedded, images, splits,
+                                                                   request):
+    if system == "redis":
+        embedded = {"redis": request.getfixturevalue("redis_store")}
     catalog = Catalog.from_frame(images.table)
     blob_of = dict(zip(images.table["id"], images.blobs))
     with PrefetchLoader(source_for(system, ingested, embedded), catalog, splits, batch_size=16) as loader:
@@ -167,6 +186,25 @@ def test_two_ranks_with_two_workers_each_read_the_split_exactly_once(system, ing
     assert len(seen) == len(set(seen)) == len(splits.ids[0]) and set(seen) == set(splits.ids[0])
 
 
+def test_the_next_depth_batches_are_requested_before_the_current_one_is_awaited(embedded, images, splits):
+    from storebench.loaders.prefetch import BatchStream, cut
+
+    catalog = Catalog.from_frame(images.table)
+    reader = StoreBlobs(StoreOpener.of(embedded["localfs"]), in_flight=4).open()
+    submitted = []
+    submit = reader.submit
+    reader.submit = lambda ids, keys: submitted.append(ids) or submit(ids, keys)
+    try:
+        batches = cut(splits.ids[0], 8)
+        stream = BatchStream(reader, catalog, batches, depth=2)
+        assert len(submitted) == 2  # nothing taken yet: two batches requested
+        next(stream)
+        assert len(submitted) == 3  # taking batch 0 requested batch 2 first
+        assert sum(len(b.ids) for b in stream) == len(splits.ids[0]) - 8 and submitted == batches
+    finally:
+        reader.close()
+
+
 # ------------------------------------------------------------------------------ faults
 def test_a_corrupted_blob_is_detected_naming_its_uuid(session, ingested, embedded, images, splits):
     catalog = Catalog.from_frame(images.table)
@@ -188,8 +226,9 @@ def test_a_corrupted_blob_is_detected_naming_its_uuid(session, ingested, embedde
 
 
 def test_an_unreachable_node_is_named():
-    source = CassandraBlobs({"contact_points": ["127.0.0.1"], "port": 9299}, KEYSPACE)
-    with pytest.raises(LoaderError, match=r"cassandra at 127.0.0.1:9299: cannot connect"):
+    nobody = PORT + 57  # nothing listens there
+    source = CassandraBlobs({"contact_points": ["127.0.0.1"], "port": nobody}, KEYSPACE)
+    with pytest.raises(LoaderError, match=rf"cassandra at 127.0.0.1:{nobody}: cannot connect"):
         source.open()
 
 
@@ -204,7 +243,7 @@ def test_a_node_killed_during_reads_fails_clearly_naming_it(cassandra, ingested,
     killer.start()
     start = time.monotonic()
     try:
-        with pytest.raises(LoaderError, match=r"cassandra at 127.0.0.1:9242 seed004_test.data_by_uuid: reading "
+        with pytest.raises(LoaderError, match=rf"cassandra at 127.0.0.1:{PORT} seed004_test.data_by_uuid: reading "
                                               r"sample .* failed") as failure:
             for _ in range(loader.num_batches[0] - 1):
                 loader.load_batch(0)
@@ -213,3 +252,4 @@ def test_a_node_killed_during_reads_fails_clearly_naming_it(cassandra, ingested,
     finally:
         killer.cancel()
         loader.close()
+

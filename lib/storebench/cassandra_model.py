@@ -9,9 +9,9 @@
                       denormalised table: traces a sample back to its original)
 
 ``key`` is the integer key the same sample has in the other stores of the registry; ``checksum``
-the CRC-32 of the blob, recorded at ingest. Writes and reads go through :class:`AsyncWindow`:
-many requests in flight on the driver's async API, bounded in count AND in bytes (the driver
-raises ConnectionBusy when too many large requests queue on one connection).
+the CRC-32 of the blob, recorded at ingest. Ingest is :class:`ConcurrentWrites`: many writes in flight
+on the driver's async API, bounded in count AND in bytes (the driver raises ConnectionBusy when too
+many large requests queue on one connection).
 """
 from __future__ import annotations
 
@@ -70,74 +70,88 @@ def create_schema(session, keyspace: str, replication_factor: int = 1, compressi
     session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.metadata_by_uuid ({meta}, PRIMARY KEY (id))")
 
 
-class AsyncWindow:
-    """Requests in flight on a driver session: at most ``requests`` of them and (unless a single
-    request is larger) ``max_bytes`` of payload. ``submit`` blocks while the window is full; the
-    first failure is raised by the next ``submit`` or by ``wait``, naming ``where``."""
+class ConcurrentWrites:
+    """Requests from an iterator of ``(statement, params, nbytes)``, at most ``requests`` of them and
+    (unless one alone is larger) ``max_bytes`` of payload in flight. As the driver's
+    execute_concurrent does, each completion callback (on the driver's I/O thread) issues the next
+    request: no thread hand-off per request. ``run()`` returns when all are acknowledged and raises
+    the first failure, naming ``where``."""
 
-    def __init__(self, session, requests: int = 64, max_bytes: int = 32 << 20, where: str = "cassandra",
-                 stall_timeout: float = 120.0):
-        self.session, self.requests, self.max_bytes, self.where = session, requests, max_bytes, where
-        self.stall_timeout = stall_timeout
-        self._cond = threading.Condition()
-        self._count = self._bytes = 0
-        self._error: BaseException | None = None
+    def __init__(self, session, items, requests: int = 64, max_bytes: int = 32 << 20, where: str = "cassandra",
+                 on_done=None, stall_timeout: float = 120.0):
+        self.session, self.items, self.requests, self.max_bytes = session, iter(items), requests, max_bytes
+        self.where, self.on_done, self.stall_timeout = where, on_done, stall_timeout
+        self.lock, self.finished = threading.Lock(), threading.Event()
+        self.active = self.bytes = self.completed = 0
+        self.peeked, self.exhausted, self.error = None, False, None
 
-    def submit(self, statement, params, nbytes: int = 0, on_rows=None, on_error=None) -> None:
-        with self._cond:
-            self._wait_until(lambda: self._count < self.requests
-                             and (self._count == 0 or self._bytes + nbytes <= self.max_bytes))
-            self._count += 1
-            self._bytes += nbytes
-        try:
-            future = self.session.execute_async(statement, params)
-        except BaseException:
-            self._release(nbytes)
-            raise
-        future.add_callbacks(self._done, self._failed, callback_args=(nbytes, on_rows),
-                             errback_args=(nbytes, on_error))
+    def run(self) -> int:
+        self._pump()
+        seen = -1
+        while not self.finished.wait(self.stall_timeout):
+            if self.completed == seen:
+                self._stop(TimeoutError(f"{self.where}: no write acknowledged in {self.stall_timeout:.0f} s "
+                                        f"({self.active} in flight)"))
+            seen = self.completed
+        if self.error is not None:
+            raise self.error
+        return self.completed
 
-    def wait(self) -> None:
-        """Until nothing is in flight; raises the first failure."""
-        with self._cond:
-            self._wait_until(lambda: self._count == 0)
+    def _pump(self) -> None:
+        while True:
+            with self.lock:
+                if self.error is not None:  # stop issuing; done once the last in flight is back
+                    if self.active == 0:
+                        self.finished.set()
+                    return
+                if self.active >= self.requests:
+                    return
+                if self.peeked is None:
+                    try:
+                        self.peeked = next(self.items)
+                    except StopIteration:
+                        self.exhausted = True
+                    except BaseException as error:  # noqa: BLE001 - the iterator's own failure
+                        self.error = error
+                    if self.peeked is None:
+                        if self.active == 0:
+                            self.finished.set()
+                        return
+                statement, params, nbytes = self.peeked
+                if self.active and self.bytes + nbytes > self.max_bytes:
+                    return
+                self.peeked = None
+                self.active += 1
+                self.bytes += nbytes
+            try:
+                future = self.session.execute_async(statement, params)
+            except Exception as error:  # noqa: BLE001 - e.g. the session was shut down
+                self._failed(error, nbytes)
+                return
+            future.add_callbacks(self._done, self._failed, callback_args=(nbytes,), errback_args=(nbytes,))
 
-    def _wait_until(self, ready) -> None:
-        deadline = time.monotonic() + self.stall_timeout
-        while not ready() and self._error is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{self.where}: no request finished in {self.stall_timeout:.0f} s "
-                                   f"({self._count} in flight)")
-            self._cond.wait(min(left, 1.0))
-        if self._error is not None:
-            raise self._error
+    def _done(self, _rows, nbytes) -> None:
+        with self.lock:
+            self.active -= 1
+            self.bytes -= nbytes
+            self.completed += 1
+        if self.on_done is not None:
+            self.on_done()
+        self._pump()
 
-    def _release(self, nbytes: int) -> None:
-        with self._cond:
-            self._count -= 1
-            self._bytes -= nbytes
-            self._cond.notify_all()
+    def _failed(self, error, nbytes) -> None:
+        with self.lock:
+            self.active -= 1
+            self.bytes -= nbytes
+        self._stop(RuntimeError(f"{self.where}: write failed: {type(error).__name__}: {error}"))
+        self._pump()
 
-    def _done(self, rows, nbytes, on_rows):
-        try:
-            if on_rows is not None:
-                on_rows(rows)
-        except BaseException as error:  # noqa: BLE001 - a failing consumer fails the window
-            self._fail(error)
-        self._release(nbytes)
-
-    def _failed(self, error, nbytes, on_error):
-        if on_error is not None:
-            on_error(error)
-        else:
-            self._fail(RuntimeError(f"{self.where}: request failed: {type(error).__name__}: {error}"))
-        self._release(nbytes)
-
-    def _fail(self, error: BaseException) -> None:
-        with self._cond:
-            if self._error is None:
-                self._error = error
+    def _stop(self, error) -> None:
+        with self.lock:
+            if self.error is None:
+                self.error = error
+            if self.active == 0 or isinstance(error, TimeoutError):
+                self.finished.set()
 
 
 def ingest(session, keyspace: str, images: ImageSet, requests: int = 64, max_bytes: int = 32 << 20,
@@ -153,20 +167,29 @@ def ingest(session, keyspace: str, images: ImageSet, requests: int = 64, max_byt
     data = session.prepare(f"INSERT INTO {keyspace}.data_by_uuid (id, label, data, checksum) VALUES (?, ?, ?, ?)")
     for statement in (*statements, data):
         statement.consistency_level = cl
-    window = AsyncWindow(session, requests, max_bytes, where=where_)
     table = images.table
-    rows = zip(*(table[c].tolist() for c in META_COLUMNS))
-    bar = tqdm(total=len(images), desc=f"ingest {keyspace}", unit="img", disable=not progress)
-    start = time.perf_counter()
-    with bar:
+    rows = list(zip(*(table[c].tolist() for c in META_COLUMNS)))
+
+    def requests_():
         for row, blob in zip(rows, images.blobs):
             for statement in statements:
-                window.submit(statement, row)
-            uid, label, crc = row[0], row[3], row[8]
-            window.submit(data, (uid, label, blob, crc), nbytes=len(blob))
-            bar.update()
-        window.wait()
-    return {"samples": len(images), "bytes": images.nbytes, "seconds": time.perf_counter() - start}
+                yield statement, row, 0
+            yield data, (row[0], row[3], blob, row[8]), len(blob)  # id, label, data, checksum
+
+    per_sample = len(statements) + 1
+    bar = tqdm(total=len(images), desc=f"ingest {keyspace}", unit="img", disable=not progress)
+    counter = [0]
+
+    def tick():  # on the driver's I/O thread: count writes, move the bar every 50 samples
+        counter[0] += 1
+        if counter[0] % (per_sample * 50) == 0:
+            bar.update(50)
+
+    start = time.perf_counter()
+    with bar:
+        ConcurrentWrites(session, requests_(), requests, max_bytes, where_, on_done=tick).run()
+        bar.update(len(images) - bar.n)
+        return {"samples": len(images), "bytes": images.nbytes, "seconds": time.perf_counter() - start}
 
 
 def ingest_endpoint(endpoint: dict, keyspace: str, images: ImageSet, replication_factor: int = 1,

@@ -132,7 +132,8 @@ class Splits:
         table's UUID set differs from the one the splits were made from)."""
         body = json.loads(Path(path).read_text())
         if body.get("header", {}).get("format") != FORMAT:
-            raise SplitMismatch(f"{path}: not a storebench split file (format {body.get('header', {}).get('format')!r})")
+            found = body.get("header", {}).get("format")
+            raise SplitMismatch(f"{path}: not a storebench split file (format {found!r})")
         splits = cls([[uuid.UUID(s) for s in split] for split in body["splits"]], body["header"])
         if source is not None:
             splits.check(source, path)
@@ -167,11 +168,12 @@ def make_splits(source: MetadataSource, ratios: Sequence[float], group_by: Seque
     if balance is not None:
         balance = np.asarray(balance, dtype=float)
         if len(balance) != len(classes) or (balance <= 0).any():
-            raise ValueError(f"balance needs one positive weight per class of {label!r} ({classes}), got {list(balance)}")
+            raise ValueError(f"balance needs one positive weight per class of {label!r} ({classes}), "
+                             f"got {list(balance)}")
         balance = balance / balance.sum()
     rng = np.random.default_rng(seed)
     groups = _groups(frame, list(group_by), label, classes, rng)
-    counts = np.array([[len(g[c]) for c in range(len(classes))] for g in groups], dtype=np.int64).reshape(-1, len(classes))
+    counts = np.array([[len(per_class) for per_class in g] for g in groups], dtype=np.int64).reshape(-1, len(classes))
     bags = assign_groups(counts, ratios, rng)
     targets = class_targets(counts, bags, ratios, balance, max_samples)
     ids = fill(groups, bags, targets)
@@ -180,7 +182,8 @@ def make_splits(source: MetadataSource, ratios: Sequence[float], group_by: Seque
     header = {
         "format": FORMAT, "source": source.name, "group_by": list(group_by), "label": label,
         "classes": [c if isinstance(c, str) else int(c) for c in classes], "ratios": ratios.tolist(),
-        "balance": None if balance is None else balance.tolist(), "max_samples": max_samples, "seed": seed,
+        "balance": None if balance is None else balance.tolist(),
+        "max_samples": None if max_samples is None else int(max_samples), "seed": int(seed),
         "n_table": len(frame), "fingerprint": fingerprint(frame["id"]), "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "sizes": [len(s) for s in ids],
     }
