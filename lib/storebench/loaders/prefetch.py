@@ -82,7 +82,7 @@ class Catalog:
 
 
 # ------------------------------------------------------------------------------ readers
-def _gather(parts: list[Future], n: int) -> Future:
+def _gather(parts: list[Future]) -> Future:
     """One future for a batch cut in parts: the concatenated results, or the first error."""
     out, left, lock = Future(), [len(parts)], threading.Lock()
 
@@ -270,7 +270,7 @@ class _StoreReader:
 
     def submit(self, ids, keys) -> Future:
         chunks = [c.tolist() for c in np.array_split(np.asarray(keys), min(self.in_flight, len(keys))) if len(c)]
-        return _gather([self.pool.submit(self._fetch, chunk) for chunk in chunks], len(keys))
+        return _gather([self.pool.submit(self._fetch, chunk) for chunk in chunks])
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
