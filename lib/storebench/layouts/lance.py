@@ -3,6 +3,8 @@ beside the metadata columns. A query is a filtered scan of the metadata columns 
 then ``take`` of the images of the chosen rows, so image bytes are read only for the answer."""
 from __future__ import annotations
 
+import itertools
+
 from ..queries import COLUMNS, Query
 from .base import Layout, Written
 
@@ -37,8 +39,10 @@ class LanceDataset(Layout):
                 yield pa.record_batch({**{c: part[c].to_numpy() for c in ("key", *COLUMNS)},
                                        "image": pa.array([image(f) for f in part.filename], type=pa.large_binary())})
 
-        first = next(batches())
-        lance.write_dataset(pa.RecordBatchReader.from_batches(first.schema, batches()), self.uri, mode="overwrite",
+        stream = batches()
+        first = next(stream)
+        reader = pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], stream))
+        lance.write_dataset(reader, self.uri, mode="overwrite",
                             max_rows_per_file=self.rows_per_file, max_rows_per_group=self.rows_per_group,
                             storage_options=self.storage_options())
         store = self.place.object_store(self.parallel)
