@@ -24,7 +24,7 @@ from cassandra import ConsistencyLevel
 
 from .imagesets import ImageSet
 from .progress import tqdm
-from .stores.cassandra import connect, where
+from .cassandra_session import connect, where
 
 TABLES = ("metadata_by_nat", "data_by_uuid", "metadata_by_uuid")
 META_COLUMNS = ("id", "original", "copy", "label", "synset", "kind", "filename", "key", "checksum")

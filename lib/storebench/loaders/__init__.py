@@ -6,9 +6,6 @@
 - ``rows``: rows of any modality (storebench.samples) read R rows per key: a map-style dataset
   whose batch is one multi-read and one decode, and an iterable dataset that prefetches PF rows
   per request and shards its chunks over DataLoader workers (seed 001).
-- ``prefetch``: batches of UUIDs with many requests in flight and the next batches prefetched
-  (Cassandra's data_by_uuid or any store's get_many), as a ``load_batch(split)`` loop and as an
-  iterable dataset sharded by rank and worker (seed 004).
 """
 from .mapstyle import (LOADERS, MNIST_MEAN, MNIST_STD, BatchedStoreMapDataset, StoreMapDataset, batch_plan,
                        batch_to_tensors, data_loader, make_dataset, to_tensors)

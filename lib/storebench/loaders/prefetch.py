@@ -125,7 +125,7 @@ class CassandraBlobs:
 
     @property
     def where(self) -> str:
-        from ..stores.cassandra import where
+        from ..cassandra_session import where
         return where(self.endpoint)
 
     def open(self) -> "_CassandraReader":
@@ -162,7 +162,7 @@ class _CassandraReader:
 
         from ..cassandra_model import consistency
         from ..stores.base import StoreConnectionError
-        from ..stores.cassandra import connect
+        from ..cassandra_session import connect
 
         self.where, self.in_flight = f"{spec.where} {spec.keyspace}.data_by_uuid", spec.in_flight
         try:

@@ -16,32 +16,6 @@ from cassandra.policies import DCAwareRoundRobinPolicy
 from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
 
 
-def where(endpoint: dict) -> str:
-    """'cassandra at 127.0.0.1:9042' (the contact points), for error messages."""
-    return f"cassandra at {','.join(endpoint['contact_points'])}:{endpoint.get('port', 9042)}"
-
-
-def connect(endpoint: dict, request_timeout: float = 60, row_factory=None, **cluster_options):
-    """``(Cluster, Session)`` for an endpoint (storebench.services or params.yaml); a clear
-    StoreConnectionError naming the endpoint when no node answers or the login fails.
-    ``row_factory``: e.g. ``cassandra.query.tuple_factory`` (less client CPU per row than the
-    default named tuples)."""
-    auth = None
-    if endpoint.get("username"):
-        from cassandra.auth import PlainTextAuthProvider
-        auth = PlainTextAuthProvider(endpoint["username"], endpoint["password"])
-    profile = ExecutionProfile(request_timeout=request_timeout,
-                               load_balancing_policy=DCAwareRoundRobinPolicy(endpoint.get("local_dc", "datacenter1")),
-                               **({"row_factory": row_factory} if row_factory else {}))
-    cluster = Cluster(endpoint["contact_points"], port=endpoint.get("port", 9042), auth_provider=auth,
-                      execution_profiles={EXEC_PROFILE_DEFAULT: profile}, protocol_version=5, **cluster_options)
-    try:
-        return cluster, cluster.connect()
-    except NoHostAvailable as error:
-        cluster.shutdown()
-        raise StoreConnectionError(f"{where(endpoint)}: cannot connect or log in ({error})") from None
-
-
 class CassandraStore(ServerStore):
     name = "cassandra"
     capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False, has_server=True)
@@ -53,7 +27,19 @@ class CassandraStore(ServerStore):
                  compression: str = "LZ4Compressor", keyspace: str = "storebench"):
         super().__init__(endpoint, namespace, service)
         self.table, self.keyspace, self.compression = namespace.replace("-", "_"), keyspace, compression
-        self.cluster, self.session = connect(endpoint)
+        auth = None
+        if endpoint.get("username"):
+            from cassandra.auth import PlainTextAuthProvider
+            auth = PlainTextAuthProvider(endpoint["username"], endpoint["password"])
+        profile = ExecutionProfile(request_timeout=60,
+                                   load_balancing_policy=DCAwareRoundRobinPolicy(endpoint.get("local_dc", "datacenter1")))
+        self.cluster = Cluster(endpoint["contact_points"], port=endpoint.get("port", 9042), auth_provider=auth,
+                               execution_profiles={EXEC_PROFILE_DEFAULT: profile}, protocol_version=5)
+        try:
+            self.session = self.cluster.connect()
+        except NoHostAvailable as error:
+            raise StoreConnectionError(f"cassandra at {endpoint['contact_points']}:{endpoint.get('port', 9042)}: "
+                                       f"cannot connect or log in ({error})") from None
         self._create()
 
     def _create(self):
