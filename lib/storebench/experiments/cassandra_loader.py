@@ -113,7 +113,7 @@ def written(system: str, images: imagesets.ImageSet, config: dict, services: Ser
             with cm.session_for(endpoint) as session:
                 session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
         return
-    with open_system(system, LOCATION, services) as store:
+    with open_system(system, location_of(system), services) as store:
         start = time.perf_counter()
         store.put_many(images.items())
         store.flush()
@@ -124,6 +124,11 @@ def written(system: str, images: imagesets.ImageSet, config: dict, services: Ser
             yield StoreBlobs(StoreOpener.of(store), config["in_flight"]), catalog, None
         finally:
             store.clear()
+
+
+def location_of(system: str) -> str:
+    """Local disk, page cache warm; an in-memory-only system (Redis) at memory (said in its rows)."""
+    return "memory" if get_store_class(system).capabilities.in_memory_only else LOCATION
 
 
 def whole_split(images: imagesets.ImageSet) -> sp.Splits:
@@ -299,7 +304,8 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
             else:
                 latency += [latency_under_load(endpoint, service, images, n, config, work)
                             for n in config["latency_loaders"]]
-    return [{"system": system, "encoding": images.encoding, **r, **versions} for r in rows]
+    return [{"system": system, "encoding": images.encoding, "location": location_of(system), **r, **versions}
+            for r in rows]
 
 
 def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> LoaderRun:
@@ -332,7 +338,7 @@ def _system_version(system: str, services: ServicePool) -> str:
     cls = get_store_class(system)
     if not cls.capabilities.has_server:
         return package_version(cls.client_package)
-    _, service = services.endpoint(cls.service, LOCATION)
+    _, service = services.endpoint(cls.service, location_of(system))
     return service.version() if service is not None else "external"
 
 
