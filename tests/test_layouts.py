@@ -2,7 +2,6 @@
 (keys and SHA-256) as the metadata says; the wiretap counts what a client moved; the tar shards are
 real webdataset shards; a memory tier a client cannot live in is recorded as did not finish."""
 import hashlib
-import io
 from pathlib import Path
 
 import duckdb

@@ -116,14 +116,15 @@ def test_iterable_loader_shards_every_row_exactly_once(rows_of, system, workers,
     store.close()
 
 
-@pytest.mark.parametrize("system", ["localfs", "rocksdb"])
-def test_map_loader_batch_is_one_read_and_tensors_of_the_workload(rows_of, system, tmp_path):
-    store, source = _store_source(system, rows_of, tmp_path)
+@pytest.mark.parametrize("system,order,rows_per_key", [("localfs", "shuffled", 1), ("rocksdb", "shuffled", 1),
+                                                      ("rocksdb", "sequential", 7)])
+def test_map_loader_batch_is_one_read_and_tensors_of_the_workload(rows_of, system, order, rows_per_key, tmp_path):
+    store, source = _store_source(system, rows_of, tmp_path, rows_per_key)
     calls = []
     fetch = source.fetch
     source.fetch = lambda keys: calls.append(len(keys)) or fetch(keys)
     dataset = loaders.RowMapDataset(source, rows_of.modality, samples.row_fingerprints(rows_of.columns))
-    batches = loaders.map_batches(len(rows_of), 64, "shuffled", seed=1)
+    batches = loaders.map_batches(len(rows_of), 64, order, seed=1)
     delivered = []
     for batch, plan in zip(loaders.row_loader(dataset, 0, batches=batches), batches):
         delivered += batch["row"].tolist()
@@ -138,6 +139,29 @@ def test_map_loader_batch_is_one_read_and_tensors_of_the_workload(rows_of, syste
             assert t[o[1]:o[2]] == rows_of.columns["text"][plan[1]]
     assert sorted(delivered) == list(range(len(rows_of))) and len(calls) == len(batches)
     store.close()
+
+
+def _as_list(batch):
+    return batch
+
+
+class _HeapOfWorker(torch.utils.data.Dataset):
+    collate_fn = staticmethod(_as_list)
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        from storebench.loaders.heap import heap_setting
+        return heap_setting()
+
+
+def test_loader_processes_keep_batch_buffers_in_their_heap():
+    from storebench.loaders.heap import heap_setting
+    loader = loaders.row_loader(_HeapOfWorker(), 1, "forkserver", batches=[[0], [1]])
+    settings = [batch for batch in loader]
+    assert heap_setting().startswith("glibc mmap_threshold 32 MiB")
+    assert all(s[0].startswith("glibc mmap_threshold 32 MiB") for s in settings), settings
 
 
 def test_a_corrupted_object_stops_the_loader(tmp_path):

@@ -1,7 +1,6 @@
 """A cassandra-driver session for an endpoint dict (storebench.services' or params.yaml's), with the
-endpoint named in every connection error: what seed 004's model and loader connect through.
-(stores/cassandra.py builds its own cluster the same way; folding it onto ``connect`` waits for a
-session that re-runs every Cassandra stage, since DVC hashes that file.)"""
+endpoint named in every connection error: what the Cassandra store, seed 004's model and its
+loader connect through."""
 from __future__ import annotations
 
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable

@@ -26,6 +26,15 @@ WORK_DIR = Path(os.environ.get("STOREBENCH_WORK", ROOT / "work"))  # store data,
 CACHE_DIR = Path(os.environ.get("STOREBENCH_CACHE", Path.home() / ".cache" / "storebench"))
 
 
+def scratch_dir(experiment: str) -> Path:
+    """A new directory for one run of ``experiment``, under ``WORK_DIR/<experiment>``."""
+    import tempfile
+
+    parent = WORK_DIR / experiment
+    parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{experiment}-", dir=parent))
+
+
 def prepared_dir() -> Path:
     """Where prepared datasets are read from; looked up at call time so tests can point it elsewhere."""
     return Path(os.environ.get("STOREBENCH_PREPARED", PREPARED_DIR))

@@ -15,7 +15,7 @@ import numpy as np
 from .progress import tqdm
 
 from .datasets import Dataset
-from .formats import Format, n_objects, object_samples, pack
+from .formats import Format, n_objects, pack
 from .stores import ArrayStore, Store
 from .workloads import Request
 

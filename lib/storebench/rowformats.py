@@ -87,15 +87,15 @@ class TextRows(RowFormat):
         k = np.arange(counts.sum(), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
         lengths = _uint32_at(data, starts[row_object] + 4 + 4 * k)
         labels = data[starts[row_object] + 4 + 4 * counts[row_object] + k]
-        payload_starts = starts + 4 + 5 * counts
-        payload_sizes = sizes - 5 * counts - 4
+        header_sizes = 4 + 5 * counts
+        payload_sizes = sizes - header_sizes
         offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
         if payload_sizes.sum() != offsets[-1]:
             raise ValueError(f"text objects hold {payload_sizes.sum()} payload bytes, their headers say {offsets[-1]}")
-        gather = np.arange(offsets[-1], dtype=np.int64) + np.repeat(
-            payload_starts - (np.cumsum(payload_sizes) - payload_sizes), payload_sizes)
-        return {"text": RaggedBytes(data[gather], offsets), "label": labels}
+        is_payload = np.repeat(np.tile(np.array([False, True]), len(values)),
+                               np.column_stack([header_sizes, payload_sizes]).ravel())
+        return {"text": RaggedBytes(data[is_payload], offsets), "label": labels}
 
 
 def _uint32_at(data: np.ndarray, positions: np.ndarray) -> np.ndarray:

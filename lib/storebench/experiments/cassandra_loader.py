@@ -20,7 +20,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from contextlib import contextmanager
@@ -37,7 +36,7 @@ from .. import splits as sp
 from ..config import choices, positive
 from ..loaders.opener import StoreOpener
 from ..loaders.prefetch import CassandraBlobs, Catalog, PrefetchLoader, StoreBlobs
-from ..paths import WORK_DIR
+from ..paths import scratch_dir
 from ..progress import tqdm
 from ..results import machine
 from ..stores import STORES, get_store_class
@@ -310,7 +309,7 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
 
 def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> LoaderRun:
     result = LoaderRun(config)
-    work = Path(tempfile.mkdtemp(prefix="cassandra-loader-", dir=_workdir()))
+    work = scratch_dir(EXPERIMENT)
     batches, latency, feeds = [], [], []
     config = {**config, "progress": progress}
     sets = {e: imagesets.image_set(config["images"], e, config["seed"], config["originals"]) for e in config["encodings"]}
@@ -326,12 +325,6 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Loa
     if out_dir is not None:
         result.save(out_dir)
     return result
-
-
-def _workdir() -> Path:
-    path = WORK_DIR / EXPERIMENT
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _system_version(system: str, services: ServicePool) -> str:

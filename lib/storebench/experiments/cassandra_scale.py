@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from .. import imagesets, paper004, ranks
 from .. import splits as sp
 from ..config import choices, positive
 from ..loaders.prefetch import CassandraBlobs, Catalog, LoaderError, PrefetchLoader
-from ..paths import WORK_DIR
+from ..paths import scratch_dir
 from ..results import machine
 from ..ring import FIRST, SECOND, Ring
 from ..stores.base import package_version
@@ -216,7 +215,7 @@ def data_parallel(endpoint: dict, config: dict, work: Path) -> list[dict]:
 # ------------------------------------------------------------------ the run
 def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> ScaleRun:
     result = ScaleRun(config)
-    work = Path(tempfile.mkdtemp(prefix="cassandra-scale-", dir=_workdir()))
+    work = scratch_dir(EXPERIMENT)
     images = imagesets.image_set(config["images"], config["encoding"], config["seed"], config["originals"])
     result.notes.append(images.describe())
     with Ring(work / "ring") as ring:
@@ -235,12 +234,6 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Sca
     if out_dir is not None:
         result.save(out_dir)
     return result
-
-
-def _workdir() -> Path:
-    path = WORK_DIR / EXPERIMENT
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def tables_3_4(ranks_frame: pd.DataFrame, encoding: str) -> pd.DataFrame:

@@ -27,6 +27,7 @@ import pandas as pd
 from .. import paper001, samples as sample_data
 from ..config import all_non_negative, all_positive, choices, params_hash, positive
 from ..loaders import rows as rowloaders
+from ..loaders.heap import heap_setting
 from ..loaders.opener import StoreOpener, start_method
 from ..locations import store_root
 from ..progress import tqdm
@@ -235,7 +236,7 @@ class SourceRun:
                         "bare_rows_per_second": n / np.median(bare),
                         "loader_vs_bare": float(np.median(bare) / np.median(timed)),
                         "loader_us_per_row": 1e6 * np.median(timed) / n, "bare_us_per_row": 1e6 * np.median(bare) / n,
-                        **self.versions, **machine()})
+                        "heap": heap_setting(), **self.versions, **machine()})
         return out
 
 
@@ -696,7 +697,9 @@ def _overhead_lines(overheads: pd.DataFrame) -> list[str]:
     if overheads is None or overheads.empty:
         return ["Loader cost vs a bare loop: not measured at this scale."]
     lines = ["**Loader cost** (samples/s of the loader / of a bare loop of the same store calls, no workers, "
-             "no decoding; target >= 0.5 for the batched map-style and the iterable loader on localfs and RocksDB):",
+             "no decoding; target >= 0.5 for the batched map-style and the iterable loader on localfs and RocksDB; "
+             f"both loops in one process with {overheads['heap'].iloc[0] if 'heap' in overheads else 'the allocator default'}, "
+             "see storebench.loaders.heap):",
              "", "| workload | system | loader | B | PF | loader rows/s | bare rows/s | ratio | target |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in overheads.itertuples():

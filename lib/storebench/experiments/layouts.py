@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from contextlib import ExitStack, nullcontext
@@ -34,7 +33,7 @@ from .. import memlimits
 from ..memlimits import MemoryLimit
 from ..netns import NetworkHop, NetworkHopUnavailable
 from ..netprofiles import PROFILES, NetworkPath
-from ..paths import WORK_DIR
+from ..paths import scratch_dir
 from ..progress import tqdm
 from ..queries import FOOTPRINT, QUERIES, get_queries
 from ..results import machine
@@ -114,7 +113,7 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Lay
     images = dict(imagenet.images())
     result = LayoutRun(config)
     result.counts = query_counts(meta, copies, config)
-    work = Path(tempfile.mkdtemp(prefix="layouts-", dir=_workdir()))
+    work = scratch_dir(EXPERIMENT)
     meta_path = work / "meta.parquet"
     meta.to_parquet(meta_path)
     rows, written, profiles = [], [], []
@@ -163,12 +162,6 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Lay
     if out_dir is not None:
         result.save(out_dir)
     return result
-
-
-def _workdir() -> Path:
-    path = WORK_DIR / EXPERIMENT
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def _hop(result: LayoutRun):

@@ -9,7 +9,6 @@ caches. Each row's ``cold_method`` says which was done; the difference between t
 the servers' own caches are worth."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ..locations import COLD_LOCATIONS, COLD_METHODS

@@ -32,7 +32,8 @@ from ..readers import VerificationError
 from ..rowformats import KeyLayout, RowFormat
 from ..samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
 from ..tables import RowTable
-from .mapstyle import batch_to_tensors, keep_batch
+from .heap import keep_batch_buffers, worker_init
+from .mapstyle import keep_batch
 from .opener import ProcessLocalStore, StoreOpener, worker_context
 
 LOADER_KINDS = ("map", "iterable")
@@ -57,6 +58,8 @@ class StoreRows:
         return [store.get(keys[0])] if len(keys) == 1 else store.get_many(keys)
 
     def read(self, rows: np.ndarray) -> dict:
+        if _is_run(rows):  # a sequential batch: its keys are a range, the rows need no gather
+            return self.read_range(int(rows[0]), int(rows[-1]) + 1)
         keys = self.layout.keys_of(rows)
         decoded = self.format.decode_many(self.fetch(keys))
         positions = self.layout.positions(rows, keys)
@@ -71,6 +74,8 @@ class StoreRows:
         return slice_columns(decoded, start - offset, stop - offset)
 
     def bare_read(self, rows: np.ndarray) -> int:
+        if _is_run(rows):
+            return self.bare_read_range(int(rows[0]), int(rows[-1]) + 1)
         return len(self.fetch(self.layout.keys_of(rows)))
 
     def bare_read_range(self, start: int, stop: int) -> int:
@@ -79,6 +84,11 @@ class StoreRows:
 
     def close(self) -> None:
         self.handle.close()
+
+
+def _is_run(rows: np.ndarray) -> bool:
+    """Whether ``rows`` are consecutive and ascending."""
+    return len(rows) > 0 and rows[-1] - rows[0] == len(rows) - 1 and bool((np.diff(rows) == 1).all())
 
 
 @dataclass(frozen=True)
@@ -256,10 +266,13 @@ def map_batches(n: int, batch_size: int, order: str = "sequential", seed: int = 
 def row_loader(dataset, workers: int, start_method: str | None = None, batches=None,
                prefetch_factor: int | None = None) -> torch.utils.data.DataLoader:
     """A DataLoader over a row dataset: map-style with the batch plan ``batches``, iterable-style
-    with its own batches (``batch_size=None``)."""
+    with its own batches (``batch_size=None``). Its processes keep batch buffers in their heap
+    (storebench.loaders.heap)."""
+    keep_batch_buffers()
     extra = {}
     if workers:
         extra["persistent_workers"] = False
+        extra["worker_init_fn"] = worker_init
         if prefetch_factor:
             extra["prefetch_factor"] = prefetch_factor
         if start_method:
@@ -287,15 +300,18 @@ def run_epoch(loader) -> Epoch:
         return usage.ru_utime + usage.ru_stime
 
     dataset = loader.dataset
-    seen = np.zeros(len(dataset.fingerprints), dtype=np.int32)
+    delivered = []
     cpu0, child0, start = time.process_time(), children_cpu(), time.perf_counter()
     iterator = iter(loader)
-    batches = 0
     for batch in iterator:
-        np.add.at(seen, batch["row"].numpy(), 1)
-        batches += 1
+        delivered.append(batch["row"].numpy())
     seconds = time.perf_counter() - start
     del iterator  # joins the workers, so their CPU time is counted
+    batches = len(delivered)
+    seen = np.bincount(np.concatenate(delivered) if delivered else np.zeros(0, np.int64),
+                       minlength=len(dataset.fingerprints))
+    if len(seen) > len(dataset.fingerprints):
+        raise VerificationError(f"{dataset.source.name}: rows beyond the dataset's {len(dataset.fingerprints)} delivered")
     if not (seen == 1).all():
         raise VerificationError(f"{dataset.source.name}: {int((seen == 0).sum())} rows never delivered, "
                                 f"{int((seen > 1).sum())} delivered more than once")

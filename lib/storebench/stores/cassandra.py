@@ -9,11 +9,10 @@ The table's compression setting is part of the system version string.
 """
 from __future__ import annotations
 
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
 from cassandra.concurrent import execute_concurrent_with_args
-from cassandra.policies import DCAwareRoundRobinPolicy
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
+from ..cassandra_session import connect
+from .base import Capabilities, DiskUsage, ServerStore, check_key, package_version
 
 
 class CassandraStore(ServerStore):
@@ -27,19 +26,7 @@ class CassandraStore(ServerStore):
                  compression: str = "LZ4Compressor", keyspace: str = "storebench"):
         super().__init__(endpoint, namespace, service)
         self.table, self.keyspace, self.compression = namespace.replace("-", "_"), keyspace, compression
-        auth = None
-        if endpoint.get("username"):
-            from cassandra.auth import PlainTextAuthProvider
-            auth = PlainTextAuthProvider(endpoint["username"], endpoint["password"])
-        profile = ExecutionProfile(request_timeout=60,
-                                   load_balancing_policy=DCAwareRoundRobinPolicy(endpoint.get("local_dc", "datacenter1")))
-        self.cluster = Cluster(endpoint["contact_points"], port=endpoint.get("port", 9042), auth_provider=auth,
-                               execution_profiles={EXEC_PROFILE_DEFAULT: profile}, protocol_version=5)
-        try:
-            self.session = self.cluster.connect()
-        except NoHostAvailable as error:
-            raise StoreConnectionError(f"cassandra at {endpoint['contact_points']}:{endpoint.get('port', 9042)}: "
-                                       f"cannot connect or log in ({error})") from None
+        self.cluster, self.session = connect(endpoint)
         self._create()
 
     def _create(self):
