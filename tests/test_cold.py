@@ -5,14 +5,14 @@ import time
 import psutil
 import pytest
 
-from storebench.formats import get_format
-from storebench.locations import LOCATIONS, check_location
-from storebench.readers import ObjectReader
+from storebench.data.formats import get_format
+from storebench.testbed.locations import LOCATIONS, check_location
+from storebench.stores.readers import ObjectReader
 from storebench.services import local_service
 from storebench.stores import get_store_class, open_store
-from storebench.systems import LocationNotSupported, open_system
-from storebench.timing import measure
-from storebench.workloads import Workload
+from storebench.stores.systems import LocationNotSupported, open_system
+from storebench.core.timing import measure
+from storebench.data.workloads import Workload
 
 # (service, system, port): servers quick to restart, off their default ports
 QUICK_SERVERS = [("mongodb-ferretdb", "mongodb-api", 27317), ("minio", "minio", 9300)]

@@ -1,7 +1,7 @@
 import pytest
 import yaml
 
-from storebench.config import ParamsError, experiment_config, load_params
+from storebench.core.config import ParamsError, experiment_config, load_params
 from storebench.paths import ROOT
 
 

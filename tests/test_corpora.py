@@ -4,8 +4,8 @@ import gzip
 import numpy as np
 import pytest
 
-from storebench import corpora
-from storebench.datasets import DatasetMissing, datasets_mirror
+from storebench.data import corpora
+from storebench.data.datasets import DatasetMissing, datasets_mirror
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from storebench import datasets
+from storebench.data import datasets
 
 
 def test_real_mnist_from_the_idx_files(prepared_mnist):

@@ -9,9 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storebench import config, embeddings as E, keystreams
-from storebench.experiments import embeddings as em
-from storebench.readers import VerificationError
+from storebench.core import config
+from storebench.stores import embeddings as E
+from storebench.data import keystreams
+from storebench.experiments.ml_storage_study import embeddings as em
+from storebench.stores.readers import VerificationError
 
 TABLES = list(E.EMBEDDING_TABLES)
 # every table with its defaults, plus the non-default settings an experiment can choose

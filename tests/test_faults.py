@@ -7,16 +7,17 @@ import time
 
 import pytest
 
-from storebench import datasets, locations
+from storebench.data import datasets
+from storebench.testbed import locations
 from storebench.experiments.common import MeasurementFailed, Run, loaded_reader, measure_into
-from storebench.formats import get_format
-from storebench.netprofiles import NetworkPath
-from storebench.readers import ObjectReader
-from storebench.results import ResultWriter
+from storebench.data.formats import get_format
+from storebench.testbed.netprofiles import NetworkPath
+from storebench.stores.readers import ObjectReader
+from storebench.core.results import ResultWriter
 from storebench.services import local_service
 from storebench.stores import get_store_class
 from storebench.stores.base import StoreConnectionError
-from storebench.workloads import Workload
+from storebench.data.workloads import Workload
 
 pytestmark = pytest.mark.server
 FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490}  # own instances, apart from the session's servers
@@ -66,7 +67,7 @@ def test_unreachable_server_is_a_clear_connection_error():
 
 def test_killed_server_in_an_experiment_stops_the_experiment(tmp_path, monkeypatch):
     """Through the experiment code path: the first failing system ends the run; no CSV appears."""
-    from storebench.experiments import access_pattern
+    from storebench.experiments.dl_storage_benchmarking import access_pattern
 
     config = {"dataset": "synthetic", "n_samples": 500, "format": "pickle", "systems": ["redis"],
               "locations": ["memory"], "samples_per_request": [1], "repeats": 1, "seed": 0, "scale": "smoke",

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from storebench import datasets
-from storebench.formats import FORMATS, get_format, n_objects, object_samples, pack
+from storebench.data import datasets
+from storebench.data.formats import FORMATS, get_format, n_objects, object_samples, pack
 
 
 @pytest.mark.parametrize("name", sorted(FORMATS))

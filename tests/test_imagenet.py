@@ -4,8 +4,8 @@ import shutil
 
 import pytest
 
-from storebench import imagenet
-from storebench.datasets import DatasetMissing, datasets_mirror
+from storebench.data import imagenet
+from storebench.data.datasets import DatasetMissing, datasets_mirror
 
 
 def test_manifest_has_every_class_with_its_first_lemma():

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from storebench import findings, index
-from storebench.findings import Findings, Metric
+from storebench.report import findings, index
+from storebench.report.findings import Findings, Metric
 
 
 def test_a_ratio_carries_its_propagated_ci_and_knows_when_it_is_noise():

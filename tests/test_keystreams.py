@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import special
 
-from storebench import keystreams as ks
+from storebench.data import keystreams as ks
 
 
 def chi_square_z(counts: np.ndarray, pmf: np.ndarray) -> float:

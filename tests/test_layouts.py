@@ -8,14 +8,14 @@ import duckdb
 import pandas as pd
 import pytest
 
-from storebench import imagenet
-from storebench.config import ParamsError, experiment_config
-from storebench.experiments import layouts as lb
+from storebench.data import imagenet
+from storebench.core.config import ParamsError, experiment_config
+from storebench.experiments.layoutbench import layouts as lb
 from storebench.layouts import LAYOUTS, S3Place, get_layout
 from storebench.layouts.tarshards import coalesce
-from storebench.queries import FOOTPRINT, QUERIES, get_queries
+from storebench.layouts.queries import FOOTPRINT, QUERIES, get_queries
 from storebench.stores.s3 import minio_client
-from storebench.wiretap import RequestCounter, Wiretap
+from storebench.testbed.wiretap import RequestCounter, Wiretap
 
 COPIES = 2
 

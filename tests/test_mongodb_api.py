@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from storebench import config as cfg
-from storebench.experiments import access_pattern as ap
+from storebench.core import config as cfg
+from storebench.experiments.dl_storage_benchmarking import access_pattern as ap
 from storebench.stores import get_store_class
 
 from conftest import value_for

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from storebench.netns import NetworkHop, NetworkHopUnavailable, bits_per_second, remove_stale_namespaces
+from storebench.testbed.netns import NetworkHop, NetworkHopUnavailable, bits_per_second, remove_stale_namespaces
 from storebench.services import LOCAL_SERVICES
 from storebench.services.base import tcp_open
-from storebench.systems import ServicePool
+from storebench.stores.systems import ServicePool
 
 pytestmark = pytest.mark.slow
 

@@ -1,11 +1,11 @@
-"""Network profiles (storebench.netprofiles) on a real Toxiproxy, a real veth hop and a real Redis."""
+"""Network profiles (storebench.testbed.netprofiles) on a real Toxiproxy, a real veth hop and a real Redis."""
 import os
 
 import psutil
 import pytest
 
-from storebench.netns import NetworkHop
-from storebench.netprofiles import PROFILES, NetworkPath, ProfileNotSupported
+from storebench.testbed.netns import NetworkHop
+from storebench.testbed.netprofiles import PROFILES, NetworkPath, ProfileNotSupported
 from storebench.services import local_service
 from storebench.stores import get_store_class
 

@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench import notebooks
+from storebench.pipeline.deps import notebooks
 from storebench.paths import ROOT
-from storebench.results import ROW_COLUMNS
+from storebench.core.results import ROW_COLUMNS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 

@@ -1,7 +1,7 @@
 """Each DVC stage depends on the library files its imports reach, and on no others."""
 import yaml
 
-from storebench import pipeline
+from storebench.pipeline.deps import deps as pipeline
 from storebench.paths import ROOT
 
 EXPERIMENTS = ["access_pattern", "location", "format", "granularity", "breakdown", "training"]
@@ -15,15 +15,15 @@ def stage_deps(name: str) -> set[str]:
 
 
 def test_dvc_yaml_lists_exactly_what_each_stage_imports():
-    assert pipeline.check() == {}, "run `python -m storebench.pipeline write`"
+    assert pipeline.check() == {}, "run `python -m storebench.pipeline.deps write`"
 
 
 def test_a_missing_module_is_reported(tmp_path):
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    doc["stages"]["format"]["deps"].remove("lib/storebench/timing.py")
+    doc["stages"]["format"]["deps"].remove("lib/storebench/core/timing.py")
     changed = tmp_path / "dvc.yaml"
     changed.write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert pipeline.check(changed) == {"format": {"missing": ["lib/storebench/timing.py"], "extra": []}}
+    assert pipeline.check(changed) == {"format": {"missing": ["lib/storebench/core/timing.py"], "extra": []}}
 
 
 def test_an_experiment_depends_on_its_own_module_only():
@@ -62,5 +62,5 @@ def test_the_index_is_built_from_recorded_findings_not_experiment_code():
 def test_imports_inside_functions_and_registry_paths_are_followed():
     found = pipeline.imported_modules(
         "def f():\n    from .timing import measure\nSTORES = {'x': 'storebench.stores.redis:RedisStore'}\n",
-        "storebench.readers")
-    assert {"storebench.timing", "storebench.stores.redis"} <= found
+        "storebench.stores.readers")
+    assert {"storebench.core.timing", "storebench.stores.redis"} <= found

@@ -10,8 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from storebench import resources
-from storebench.resources import ResourceSampler
+from storebench.testbed import resources
+from storebench.testbed.resources import ResourceSampler
 
 MB = 2**20
 

@@ -8,7 +8,7 @@ import pytest
 from cassandra.cluster import Cluster
 from cassandra.concurrent import execute_concurrent_with_args
 
-from storebench.ring import FIRST, SECOND, Ring
+from storebench.experiments.cassandra_dl.ring import FIRST, SECOND, Ring
 
 pytestmark = [pytest.mark.server, pytest.mark.usefixtures("default_ports_free")]
 

@@ -3,15 +3,15 @@ import numpy as np
 import pytest
 import torch
 
-from storebench import corpora, samples
-from storebench.config import ParamsError, experiment_config, load_params
-from storebench.experiments import dataloaders as dl
+from storebench.data import corpora, samples
+from storebench.core.config import ParamsError, experiment_config, load_params
+from storebench.experiments.ml_storage_study import dataloaders as dl
 from storebench.loaders import rows as loaders
 from storebench.loaders.opener import StoreOpener
-from storebench.readers import VerificationError
-from storebench.rowformats import KeyLayout, encode_objects, row_format
+from storebench.stores.readers import VerificationError
+from storebench.data.rowformats import KeyLayout, encode_objects, row_format
 from storebench.stores import get_store_class
-from storebench.tables import TABLES, TableNotSupported
+from storebench.stores.tables import TABLES, TableNotSupported
 
 MODALITIES = ["text", "image", "graph"]
 
@@ -230,7 +230,7 @@ def test_the_real_corpora_prepare_and_load(tmp_path):
 
 
 def test_a_missing_prepared_corpus_says_how_to_make_it(tmp_path):
-    from storebench.datasets import DatasetMissing
+    from storebench.data.datasets import DatasetMissing
 
     with pytest.raises(DatasetMissing, match="dvc repro prepare_corpus"):
         samples.load("graph", prepared_dir=tmp_path)

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench import corpora, datasets, notebooks
+from storebench.data import corpora, datasets
+from storebench.pipeline.deps import notebooks
 from storebench.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]

@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from storebench import notebooks
+from storebench.pipeline.deps import notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 

@@ -12,19 +12,19 @@ import psutil
 import pytest
 import torch
 
-from storebench import cassandra_model as cm
-from storebench import imagesets
-from storebench import splits as sp
+from storebench.stores import cassandra_model as cm
+from storebench.data import imagesets
+from storebench.data import splits as sp
 from storebench.loaders.opener import StoreOpener
 from storebench.loaders.prefetch import (Catalog, CassandraBlobs, LoaderError, PrefetchIterableDataset,
                                          PrefetchLoader, StoreBlobs)
-from storebench.readers import VerificationError
+from storebench.stores.readers import VerificationError
 from storebench.services import local_service
 from storebench.services.base import port_offset
 from storebench.stores import get_store_class
 
 pytestmark = pytest.mark.server
-# apart from the session's servers (9042) and storebench.ring's nodes; moved like them by STOREBENCH_PORT_OFFSET
+# apart from the session's servers (9042) and storebench.experiments.cassandra_dl.ring's nodes; moved like them by STOREBENCH_PORT_OFFSET
 PORT, REDIS_PORT = 9242 + port_offset(), 6396 + port_offset()
 KEYSPACE = "seed004_test"
 

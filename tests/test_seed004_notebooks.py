@@ -6,7 +6,8 @@ import re
 import pandas as pd
 import pytest
 
-from storebench import notebooks, ranks
+from storebench.pipeline.deps import notebooks
+from storebench.experiments.cassandra_dl import ranks
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
@@ -42,4 +43,4 @@ def test_cassandra_scale_notebook_runs_two_ranks_at_smoke_scale(tmp_path):
 
 def test_rank_launcher_refuses_impossible_layouts(tmp_path):
     with pytest.raises(ValueError, match="node_rank"):
-        ranks.launch("storebench.experiments.ddp_rank", [], nproc=2, out_dir=tmp_path, nnodes=2, node_rank=2)
+        ranks.launch("storebench.experiments.cassandra_dl.ddp_rank", [], nproc=2, out_dir=tmp_path, nnodes=2, node_rank=2)

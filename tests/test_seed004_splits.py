@@ -1,11 +1,11 @@
-"""Seed 004's split creation (storebench.splits): properties over seeded random tables (no server)."""
+"""Seed 004's split creation (storebench.data.splits): properties over seeded random tables (no server)."""
 import uuid
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from storebench import splits as sp
+from storebench.data import splits as sp
 
 
 def random_table(seed: int) -> pd.DataFrame:

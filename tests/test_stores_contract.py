@@ -94,7 +94,7 @@ def test_capabilities_are_honest(store):
 
 
 def test_in_memory_only_systems_refuse_disk_locations(store):
-    from storebench.systems import LocationNotSupported, open_system
+    from storebench.stores.systems import LocationNotSupported, open_system
 
     if store.capabilities.in_memory_only:
         with pytest.raises(LocationNotSupported, match="memory only"):

@@ -2,11 +2,12 @@
 import numpy as np
 import pytest
 
-from storebench.formats import get_format
-from storebench.readers import ObjectReader, VerificationError
+from storebench.data.formats import get_format
+from storebench.stores.readers import ObjectReader, VerificationError
 from storebench.stores import open_store
-from storebench.timing import harness_overhead, mean_ci, measure
-from storebench.workloads import Workload
+from storebench.core.stats import mean_ci
+from storebench.core.timing import harness_overhead, measure
+from storebench.data.workloads import Workload
 
 
 @pytest.fixture
@@ -53,7 +54,7 @@ def test_disk_cold_evicts_the_page_cache(tmp_path, small_dataset):
 
 
 def test_full_set_unsupported_is_reported_not_faked(tmp_path, small_dataset):
-    from storebench.readers import NotSupported
+    from storebench.stores.readers import NotSupported
 
     store = open_store("localfs", tmp_path / "fs")
     reader = ObjectReader.ingest(store, small_dataset, get_format("pickle"), 1, progress=False)

@@ -10,10 +10,13 @@ import yaml
 
 import torch  # noqa: E402,F401  (in env/requirements: always there)
 
-from storebench import config, datasets, loaders, notebooks  # noqa: E402
-from storebench.formats import get_format  # noqa: E402
-from storebench.readers import ObjectReader, VerificationError  # noqa: E402
-from storebench.results import ROW_COLUMNS  # noqa: E402
+from storebench.core import config  # noqa: E402
+from storebench.data import datasets
+from storebench import loaders
+from storebench.pipeline.deps import notebooks
+from storebench.data.formats import get_format  # noqa: E402
+from storebench.stores.readers import ObjectReader, VerificationError  # noqa: E402
+from storebench.core.results import ROW_COLUMNS  # noqa: E402
 from storebench.stores import get_store_class  # noqa: E402
 from storebench.stores.localfs import LocalFSStore  # noqa: E402
 
@@ -152,7 +155,7 @@ def test_loader_names_match_the_params_schema():
 
 
 def test_train_epoch_measures_wait_compute_and_utilisation(synthetic, tmp_path):
-    from storebench.experiments import training
+    from storebench.experiments.dl_storage_benchmarking import training
 
     store, reader = ingest(LocalFSStore, tmp_path / "fs", synthetic)
     plan = loaders.batch_plan(N, N, 50, seed=3)
@@ -202,7 +205,7 @@ def params_with_training() -> dict:
 
 
 def check_training_results(csv, scale: str, params: dict):
-    from storebench.experiments.training import TRAINING_COLUMNS
+    from storebench.experiments.dl_storage_benchmarking.training import TRAINING_COLUMNS
 
     rows = pd.read_csv(csv)
     settings = config.experiment_config("training", scale, params)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from storebench.workloads import Workload
+from storebench.data.workloads import Workload
 
 N = 1000
 

@@ -7,18 +7,18 @@ from typing import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
-from ..progress import tqdm
+from storebench.core.progress import tqdm
 
-from ..datasets import Dataset
-from ..formats import get_format
-from ..locations import COLD_LOCATIONS
-from ..readers import ArrayReader, NotSupported, ObjectReader
-from ..results import LOCAL_NETWORK, ResultWriter
-from ..stores import get_store_class
-from ..systems import LocationNotSupported, ServicePool, open_system
-from ..stores.base import package_version
-from ..timing import measure
-from ..workloads import Workload
+from storebench.data.datasets import Dataset
+from storebench.data.formats import get_format
+from storebench.testbed.locations import COLD_LOCATIONS
+from storebench.stores.readers import ArrayReader, NotSupported, ObjectReader
+from storebench.core.results import LOCAL_NETWORK, ResultWriter
+from storebench.stores import get_store_class
+from storebench.stores.systems import LocationNotSupported, ServicePool, open_system
+from storebench.stores.base import package_version
+from storebench.core.timing import measure
+from storebench.data.workloads import Workload
 
 
 class MeasurementFailed(RuntimeError):
@@ -124,7 +124,7 @@ def what_to_do(error: BaseException) -> str:
 def record(run: Run, reader, workload: Workload, passes, *, location: str, dataset: str, format: str, scale: str,
            seed: int, network: str = LOCAL_NETWORK, net: dict | None = None) -> None:
     """Add measured passes to ``run`` with their workload, versions and ``network`` (where the client sat);
-    ``net``: the measured network profile between them (storebench.netprofiles.NetworkPath.measure)."""
+    ``net``: the measured network profile between them (storebench.testbed.netprofiles.NetworkPath.measure)."""
     store = reader.store
     run.writer.add(passes, system=store.name, dataset=dataset,
                    format="array" if store.capabilities.array_native else format,
@@ -159,7 +159,7 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
     granularity, ingesting once per combination; one local server runs at a time. ``on_loaded(reader,
     location=, dataset=, format=, samples_per_object=)`` runs after each ingest (e.g. disk usage).
     Servers at ``disk-cold`` only on ``config["restart_datasets"]`` (default: all; see restart_skipped)."""
-    from .. import datasets as data
+    from storebench.data import datasets as data
 
     loaded = {name: data.load(name, config["n_samples"]) for name in datasets}
     pairs = system_locations(config["systems"], config["locations"], run)
@@ -200,6 +200,7 @@ def has_server(system: str) -> bool:
     return get_store_class(system).capabilities.has_server
 
 
-def number(value, spec: str, suffix: str = "") -> str:
-    """A figure for a findings table; 'n/a' for what was not measured at this scale."""
-    return "n/a (not measured at this scale)" if value is None or pd.isna(value) else f"{value:{spec}}{suffix}"
+def record_skipped(run: Run, out) -> None:
+    """The ``skipped`` table (what was not measured, and why) and the ``notes`` table of a run."""
+    out.write("skipped", pd.DataFrame([vars(s) for s in run.skipped], columns=["system", "location", "what", "reason"]))
+    out.write("notes", pd.DataFrame({"note": list(dict.fromkeys(run.notes))}))

@@ -2,11 +2,11 @@
 (``base.Layout``: write a tier, answer a query), found by name in a registry."""
 from __future__ import annotations
 
-from .base import Layout, S3Place, Written
-from .lance import LanceDataset
-from .objects import ObjectPerImage
-from .parquet import ParquetBlobs
-from .tarshards import TarShards
+from storebench.layouts.base import Layout, S3Place, Written
+from storebench.layouts.lance import LanceDataset
+from storebench.layouts.objects import ObjectPerImage
+from storebench.layouts.parquet import ParquetBlobs
+from storebench.layouts.tarshards import TarShards
 
 LAYOUTS: dict[str, type[Layout]] = {cls.name: cls for cls in (ObjectPerImage, TarShards, ParquetBlobs, LanceDataset)}
 

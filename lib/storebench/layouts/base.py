@@ -1,6 +1,6 @@
 """One small interface for a dataset layout on S3 (seed 002): write a tier of images, answer a
 query. A layout knows how its bytes are arranged and how to find a query's images; it does not time
-itself, pick queries or count bytes (storebench.wiretap counts them at the client, for every layout
+itself, pick queries or count bytes (storebench.testbed.wiretap counts them at the client, for every layout
 alike).
 
 A query builds every client afresh (new HTTP pools, a new DuckDB database, a new Lance dataset
@@ -18,7 +18,7 @@ from typing import Callable, ClassVar, Iterable, Iterator
 
 import pandas as pd
 
-from ..queries import Query
+from storebench.layouts.queries import Query
 
 
 @dataclass(frozen=True)

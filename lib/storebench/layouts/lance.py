@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import itertools
 
-from ..queries import COLUMNS, Query
-from .base import Layout, Written
+from storebench.layouts.queries import COLUMNS, Query
+from storebench.layouts.base import Layout, Written
 
 
 class LanceDataset(Layout):

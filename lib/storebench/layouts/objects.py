@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from ..queries import COLUMNS, Query
-from .base import Layout, Written, put_objects, read_index, write_index
+from storebench.layouts.queries import COLUMNS, Query
+from storebench.layouts.base import Layout, Written, put_objects, read_index, write_index
 
 
 class ObjectPerImage(Layout):

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..queries import COLUMNS, Query
-from .base import Layout, Written
+from storebench.layouts.queries import COLUMNS, Query
+from storebench.layouts.base import Layout, Written
 
 
 def httpfs_extension() -> Path:

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
-from ..queries import COLUMNS, Query
-from .base import Layout, Written, read_index, write_index
+from storebench.layouts.queries import COLUMNS, Query
+from storebench.layouts.base import Layout, Written, read_index, write_index
 
 
 class TarShards(Layout):

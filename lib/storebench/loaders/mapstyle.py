@@ -10,8 +10,8 @@
   normalised as one tensor), not one per sample. This is the paper's stated future work.
 
 Both verify every object they receive against the CRC-32 recorded at ingest
-(:class:`~storebench.readers.ObjectReader` has them) and raise
-:class:`~storebench.readers.VerificationError` on a mismatch, then decode to tensors
+(:class:`~storebench.stores.readers.ObjectReader` has them) and raise
+:class:`~storebench.stores.readers.VerificationError` on a mismatch, then decode to tensors
 (image float32 normalised, shape (C, H, W); label int64) that the default collate stacks.
 Each process opens its own store handle (storebench.loaders.opener).
 """
@@ -22,10 +22,10 @@ import zlib
 import numpy as np
 import torch
 
-from ..formats import Format, get_format
-from ..readers import ObjectReader, VerificationError
-from ..stores import Store
-from .opener import ProcessLocalStore, StoreOpener, worker_context
+from storebench.data.formats import Format, get_format
+from storebench.stores.readers import ObjectReader, VerificationError
+from storebench.stores import Store
+from storebench.loaders.opener import ProcessLocalStore, StoreOpener, worker_context
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # the usual MNIST normalisation constants
 LOADERS = ("per-sample", "batched")  # __getitem__ only / __getitems__ (one get_many per batch)

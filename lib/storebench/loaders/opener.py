@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..stores import Store, get_store_class
-from ..stores.base import ServerStore
+from storebench.stores import Store, get_store_class
+from storebench.stores.base import ServerStore
 
 # Libraries whose threads forbid fork: after a TileDB context, a fork may deadlock (SERVICES.md);
 # TensorStore aborts a forked child outright. Their workers are forked from a forkserver: a clean
@@ -98,7 +98,7 @@ def _read_only_variant(store_class: type) -> type:
 def _read_only_rocksdb() -> type:
     import rocksdict
 
-    from ..stores.rocksdb import RocksDBStore
+    from storebench.stores.rocksdb import RocksDBStore
 
     class ReadOnlyRocksDBStore(RocksDBStore):
         def __init__(self, root, **options):  # no mkdir, no create-if-missing

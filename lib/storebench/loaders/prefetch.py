@@ -12,7 +12,7 @@ Two faces: :class:`PrefetchLoader` (the seed's ``load_batch(split)`` loop, ``num
 ``rewind_splits``) and :class:`PrefetchIterableDataset` (PyTorch, sharded by rank, then by
 DataLoader worker; every sample of the split delivered exactly once per epoch, no padding).
 Every blob is checked against the CRC-32 recorded at ingest (:class:`Catalog`); a mismatch raises
-:class:`~storebench.readers.VerificationError` naming the UUID. A failed request (a dead node, a
+:class:`~storebench.stores.readers.VerificationError` naming the UUID. A failed request (a dead node, a
 refused connection, a timeout) raises :class:`LoaderError` naming the system and endpoint.
 """
 from __future__ import annotations
@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..readers import VerificationError
-from ..splits import Splits
-from .opener import StoreOpener
+from storebench.stores.readers import VerificationError
+from storebench.data.splits import Splits
+from storebench.loaders.opener import StoreOpener
 
 
 class LoaderError(RuntimeError):
@@ -114,7 +114,7 @@ def _gather(parts: list[Future]) -> Future:
 
 @dataclass(frozen=True)
 class CassandraBlobs:
-    """Reads ``data_by_uuid`` of ``keyspace`` (storebench.cassandra_model)."""
+    """Reads ``data_by_uuid`` of ``keyspace`` (storebench.stores.cassandra_model)."""
 
     endpoint: dict
     keyspace: str
@@ -125,7 +125,7 @@ class CassandraBlobs:
 
     @property
     def where(self) -> str:
-        from ..cassandra_session import where
+        from storebench.stores.cassandra_session import where
         return where(self.endpoint)
 
     def open(self) -> "_CassandraReader":
@@ -160,9 +160,9 @@ class _CassandraReader:
     def __init__(self, spec: CassandraBlobs):
         from cassandra.query import tuple_factory
 
-        from ..cassandra_model import consistency
-        from ..stores.base import StoreConnectionError
-        from ..cassandra_session import connect
+        from storebench.stores.cassandra_model import consistency
+        from storebench.stores.base import StoreConnectionError
+        from storebench.stores.cassandra_session import connect
 
         self.where, self.in_flight = f"{spec.where} {spec.keyspace}.data_by_uuid", spec.in_flight
         try:
@@ -417,7 +417,7 @@ class PrefetchIterableDataset(torch.utils.data.IterableDataset):
     the epoch's order is dealt to ranks sample by sample (rank r of R gets samples r, r+R, ...),
     each rank's batches to its DataLoader workers in turn. Yields dicts: ``id`` (UUID strings),
     ``y`` (int64 labels), and ``x``: uint8 (B, 224, 224, 3) pixels if ``decode`` names the encoding
-    (storebench.imagesets), else the list of blobs as stored (the seed's short-circuited loader)."""
+    (storebench.data.imagesets), else the list of blobs as stored (the seed's short-circuited loader)."""
 
     def __init__(self, source, catalog: Catalog, splits: Splits, split: int, batch_size: int = 32,
                  depth: int = 2, rank: int | None = None, world: int | None = None, decode: str | None = None,
@@ -452,7 +452,7 @@ class PrefetchIterableDataset(torch.utils.data.IterableDataset):
     def _tensors(self, batch: Batch) -> dict:
         out = {"id": [str(u) for u in batch.ids], "y": torch.from_numpy(np.asarray(batch.labels, dtype=np.int64))}
         if self.decode:
-            from ..imagesets import decode_batch
+            from storebench.data.imagesets import decode_batch
             out["x"] = torch.from_numpy(decode_batch(batch.blobs, self.decode))
         else:
             out["x"] = batch.blobs

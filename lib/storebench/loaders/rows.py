@@ -1,4 +1,4 @@
-"""Seed 001's loaders: rows of any workload (storebench.samples), map-style vs iterable-style.
+"""Seed 001's loaders: rows of any workload (storebench.data.samples), map-style vs iterable-style.
 
 - :class:`RowMapDataset` (map-style): the DataLoader's batch sampler hands ``__getitems__`` the B
   row indices of a batch; they become ONE read (the keys holding them: one ``get_many``, the
@@ -10,9 +10,9 @@
   span chunks). With W DataLoader workers, chunk c goes to worker c mod W, so every row is
   delivered exactly once per epoch.
 
-Every batch is verified: the fingerprints of the rows received (storebench.samples.
+Every batch is verified: the fingerprints of the rows received (storebench.data.samples.
 row_fingerprints, array operations) must equal those recorded at ingest, else
-:class:`~storebench.readers.VerificationError`. A batch is a dict of tensors: ``row`` (int64
+:class:`~storebench.stores.readers.VerificationError`. A batch is a dict of tensors: ``row`` (int64
 row indices) plus, per workload, ``x``/``y`` (image: the pixels as stored, uint8 (B, H, W, C), and int64
 labels: normalising to float is the model's first step, on the accelerator where there is one, as
 FFCV and DALI do; on this CPU it cost 1-1.7 us of a row's ~3.5 us read),
@@ -28,13 +28,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from ..readers import VerificationError
-from ..rowformats import KeyLayout, RowFormat
-from ..samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
-from ..tables import RowTable
-from .heap import keep_batch_buffers, worker_init
-from .mapstyle import keep_batch
-from .opener import ProcessLocalStore, StoreOpener, worker_context
+from storebench.stores.readers import VerificationError
+from storebench.data.rowformats import KeyLayout, RowFormat
+from storebench.data.samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
+from storebench.stores.tables import RowTable
+from storebench.loaders.heap import keep_batch_buffers, worker_init
+from storebench.loaders.mapstyle import keep_batch
+from storebench.loaders.opener import ProcessLocalStore, StoreOpener, worker_context
 
 LOADER_KINDS = ("map", "iterable")
 

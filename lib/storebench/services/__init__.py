@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import LocalService, ServiceError, default_workdir
-from .cassandra import CassandraService
-from .ceph import CephService
-from .ferretdb import FerretDBService
-from .minio import MinioService
-from .redis import RedisService
-from .rgw import RgwService
-from .toxiproxy import ToxiproxyAPI, ToxiproxyService
+from storebench.services.base import LocalService, ServiceError, default_workdir
+from storebench.services.cassandra import CassandraService
+from storebench.services.ceph import CephService
+from storebench.services.ferretdb import FerretDBService
+from storebench.services.minio import MinioService
+from storebench.services.redis import RedisService
+from storebench.services.rgw import RgwService
+from storebench.services.toxiproxy import ToxiproxyAPI, ToxiproxyService
 
 LOCAL_SERVICES: dict[str, type[LocalService]] = {
     "redis": RedisService,
@@ -29,7 +29,7 @@ LOCAL_SERVICES: dict[str, type[LocalService]] = {
     "rgw": RgwService,  # S3 on its own Ceph
 }
 
-# Not storage systems: what sits between a client and a server (storebench.netprofiles).
+# Not storage systems: what sits between a client and a server (storebench.testbed.netprofiles).
 NETWORK_SERVICES: dict[str, type[LocalService]] = {"toxiproxy": ToxiproxyService}
 
 # Names also accepted by local_service() (and the CLI) for convenience.
@@ -40,7 +40,7 @@ def local_service(system: str, workdir: Path | str | None = None, location: str 
                   port: int | None = None, host: str = "127.0.0.1", netns: str | None = None) -> LocalService:
     """A (not yet started) LocalService for ``system``; ``workdir`` defaults to
     ``<repo>/work/services`` (``$STOREBENCH_WORK/services``). ``host``/``netns``: bind that
-    address inside that network namespace (see storebench.netns) instead of 127.0.0.1 here."""
+    address inside that network namespace (see storebench.testbed.netns) instead of 127.0.0.1 here."""
     name = ALIASES.get(system, system)
     known = {**LOCAL_SERVICES, **NETWORK_SERVICES}
     if name not in known:

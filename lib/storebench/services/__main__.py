@@ -13,8 +13,8 @@ import logging
 import sys
 from pathlib import Path
 
-from . import ALIASES, LOCAL_SERVICES, NETWORK_SERVICES, ServiceError, local_service
-from .base import default_workdir
+from storebench.services import ALIASES, LOCAL_SERVICES, NETWORK_SERVICES, ServiceError, local_service
+from storebench.services.base import default_workdir
 
 
 def _services(args) -> list:

@@ -9,7 +9,7 @@ Layout under a work dir (e.g. ``<repo>/work/services``, git-ignored)::
     /dev/shm/storebench-<uid>/services-<hash>/<system>-<port>/   data dir for location "memory"
 
 Servers run in their own sessions (process groups), bound to 127.0.0.1, or to the address
-``host`` inside a network namespace ``netns`` that the caller created (storebench.netns: the
+``host`` inside a network namespace ``netns`` that the caller created (storebench.testbed.netns: the
 breakdown experiment's network hop). A server started by
 this Python process is stopped when the process exits (atexit), on SIGTERM, and (Linux,
 started from the main thread) when the process dies (PR_SET_PDEATHSIG), unless it was started

@@ -3,7 +3,7 @@
 A node on 127.0.0.1 (or ``host`` in a namespace); no authentication (AllowAllAuthenticator, see
 env/conf/cassandra.yaml.in). Ports: native (CQL) ``port`` (9042), storage ``7000 + (port -
 9042)``, JMX ``7199 + (port - 9042)`` unless given. Heap: ``STOREBENCH_CASSANDRA_HEAP`` (default 1G).
-A node started with ``seeds`` of another joins that node's ring (storebench.ring).
+A node started with ``seeds`` of another joins that node's ring (storebench.experiments.cassandra_dl.ring).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .base import LocalService, ServiceError, cache_dir, conf_dir, load_options_file, render_template, tcp_open
+from storebench.services.base import LocalService, ServiceError, cache_dir, conf_dir, load_options_file, render_template, tcp_open
 
 _TOOLS_LOGBACK = """<configuration>
   <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">

@@ -21,7 +21,7 @@ import uuid
 import warnings
 from pathlib import Path
 
-from .base import LocalService, conf_dir, render_template, tcp_open
+from storebench.services.base import LocalService, conf_dir, render_template, tcp_open
 
 GiB = 1 << 30
 _DAEMONS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool", "rados")

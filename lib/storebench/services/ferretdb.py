@@ -6,7 +6,7 @@ has no authentication unless set up with --setup-username; loopback-only, so non
 from __future__ import annotations
 
 
-from .base import LocalService, tcp_open
+from storebench.services.base import LocalService, tcp_open
 
 
 class FerretDBService(LocalService):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import secrets
 
-from .base import LocalService, cache_dir
+from storebench.services.base import LocalService, cache_dir
 
 
 class MinioService(LocalService):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import secrets
 import shutil
 
-from .base import LocalService, conf_dir, render_template
+from storebench.services.base import LocalService, conf_dir, render_template
 
 
 class RedisService(LocalService):

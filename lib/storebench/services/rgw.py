@@ -14,8 +14,8 @@ import json
 import secrets
 import shutil
 
-from .base import LocalService, tcp_open
-from .ceph import CephService
+from storebench.services.base import LocalService, tcp_open
+from storebench.services.ceph import CephService
 
 _BINARIES = ("radosgw", "radosgw-admin")
 

@@ -17,7 +17,7 @@ import json
 import urllib.error
 import urllib.request
 
-from .base import LocalService, cache_dir
+from storebench.services.base import LocalService, cache_dir
 
 
 class ToxiproxyError(RuntimeError):

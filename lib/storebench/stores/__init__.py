@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from .base import ArrayStore, Capabilities, DiskUsage, Store
+from storebench.stores.base import ArrayStore, Capabilities, DiskUsage, Store
 
 # name -> "module:Class"; imported lazily so a missing optional client does not break the rest
 STORES: dict[str, str] = {

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from cassandra.concurrent import execute_concurrent_with_args
 
-from ..cassandra_session import connect
-from .base import Capabilities, DiskUsage, ServerStore, check_key, package_version
+from storebench.stores.cassandra_session import connect
+from storebench.stores.base import Capabilities, DiskUsage, ServerStore, check_key, package_version
 
 
 class CassandraStore(ServerStore):

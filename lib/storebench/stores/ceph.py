@@ -9,7 +9,7 @@ import threading
 
 import rados
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
 
 _READ_SIZE = 1 << 20  # first read asks for this much; larger objects are read on in chunks
 

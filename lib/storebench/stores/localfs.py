@@ -4,8 +4,8 @@ from __future__ import annotations
 import os
 import shutil
 
-from ..locations import filesystem_type
-from .base import Capabilities, Store, check_key
+from storebench.testbed.locations import filesystem_type
+from storebench.stores.base import Capabilities, Store, check_key
 
 _FANOUT = 1000  # files per directory, so 60k objects do not share one directory
 

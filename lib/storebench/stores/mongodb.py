@@ -27,7 +27,7 @@ import pymongo
 import pymongo.errors
 from bson import Binary
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
+from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key
 
 
 def _id(key) -> str:

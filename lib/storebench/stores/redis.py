@@ -8,7 +8,7 @@ top-level key, which Redis Cluster could spread across shards; a hash cannot be 
 ``parser``: how redis-py parses replies. "default" is what redis-py picks: the hiredis C parser
 when the ``hiredis`` package is installed (redis-py's recommendation for speed; env/requirements.in
 installs it), else its pure-Python parser; "hiredis" and "python" force one (for the comparison
-in storebench.experiments.clients).
+in storebench.experiments.dl_storage_benchmarking.clients).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from redis.retry import Retry
 from redis._parsers import _HiredisParser, _RESP2Parser
 from redis.utils import HIREDIS_AVAILABLE
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
+from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
 
 PARSERS = {"hiredis": _HiredisParser, "python": _RESP2Parser}
 

@@ -1,7 +1,7 @@
 """RocksDB through rocksdict (embedded LSM key-value store).
 
 Keys are 8-byte big-endian integers so RocksDB's byte order is numeric order. Packing
-several rows per key is the generic ``samples_per_object`` of storebench.formats.
+several rows per key is the generic ``samples_per_object`` of storebench.data.formats.
 ``block_cache_bytes`` sizes the LRU block cache (None: RocksDB's default, 32 MiB in the
 RocksDB 8/9 rocksdict ships; the seed's text says 50 MB for its version).
 """
@@ -12,7 +12,7 @@ import struct
 
 import rocksdict
 
-from .base import Capabilities, DiskUsage, Store, check_key
+from storebench.stores.base import Capabilities, DiskUsage, Store, check_key
 
 _KEY = struct.Struct(">Q")
 

@@ -21,7 +21,7 @@ import urllib3
 from minio import Minio
 from minio.error import S3Error
 
-from .base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
+from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
 
 
 def _name(key) -> str:

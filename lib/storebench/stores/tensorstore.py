@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import tensorstore as ts
 
-from .base import ArrayStore, Capabilities, Store, check_key, package_version
+from storebench.stores.base import ArrayStore, Capabilities, Store, check_key, package_version
 
 
 def _key(key) -> bytes:

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 import tiledb
 
-from .base import ArrayStore, Capabilities, Store, check_key
+from storebench.stores.base import ArrayStore, Capabilities, Store, check_key
 
 _MAX_KEY = 2**40
 

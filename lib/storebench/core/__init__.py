@@ -1,0 +1,1 @@
+"""The measurement core: typed settings from params.yaml, the experiment contract, timing, result tables and their provenance."""

@@ -1,0 +1,133 @@
+"""The experiment contract: what every experiment is, written once.
+
+An experiment is a package ``storebench.experiments.<paper>.<name>`` made of three modules:
+
+- ``__init__.py`` declares ``EXPERIMENT = Experiment(...)``: its name, the paper and the section,
+  figure or table it reproduces, and the question it answers. Nothing else (it is imported by
+  both steps below, so it stays light).
+- ``measure.py`` defines ``Settings`` (a ``storebench.core.settings.Settings``: typed, checked
+  against ``params.yaml``) and ``measure(settings, out: ResultsDir) -> None``. The only step that
+  starts servers: it writes result tables (``out.write(name, frame)``) and the raw per-request
+  events (``out.raw_dir``). The manifest (run id, UTC times, git revision, params hash, machine
+  card, versions) is written around it by ``storebench.pipeline.run``.
+- ``analysis.py`` defines ``analyse(tables: ResultTables) -> Findings`` (pure: tables in, findings
+  out; no server, no clock, no file written) and ``figures(tables) -> dict[str, Figure]``.
+
+The measurement stage of ``dvc.yaml`` runs ``measure``; the report stage runs the notebook, which
+reads the recorded tables and calls ``analyse`` and ``figures``. So editing a verdict rule or a
+figure re-renders in seconds, and only a change to a store or to the timing code re-measures.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+# Paper key -> citation. Each paper has a subpackage of storebench.experiments named after it.
+PAPERS = {
+    "dl_storage_benchmarking": "Peng Cheng and Haryadi S. Gunawi, \"Storage Benchmarking with Deep Learning "
+                               "Workloads\", University of Chicago (seeds 000/003)",
+    "ml_storage_study": "Benita Kathleen Britto, Hemalkumar Patel and Reetuparna Mukherjee, \"Studying Storage "
+                        "Systems for ML Workloads\" (seed 001)",
+    "layoutbench": "Debopam Sanyal, Hongjie Chen, Alexey Tumanov and Joshua Kimball, \"LayoutBench: Performance "
+                   "Benchmarking of Cloud Storage Layouts for Multimedia Data\", Georgia Tech and Dolby (seed 002)",
+    "cassandra_dl": "Francesco Versaci and Giovanni Busonera, \"Scaling deep learning data management with "
+                    "Cassandra DB\", CRS4, 2022 (seed 004)",
+}
+PAPER_TITLES = {
+    "dl_storage_benchmarking": "Storage Benchmarking with Deep Learning Workloads (Cheng & Gunawi)",
+    "ml_storage_study": "Studying Storage Systems for ML Workloads (Britto, Patel & Mukherjee)",
+    "layoutbench": "LayoutBench: cloud storage layouts for multimedia data (Sanyal, Chen, Tumanov & Kimball)",
+    "cassandra_dl": "Scaling deep learning data management with Cassandra DB (Versaci & Busonera)",
+}
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """The declaration every experiment package makes (its ``EXPERIMENT``)."""
+    name: str
+    paper: str  # a key of PAPERS
+    reference: str  # section, figures and tables of the paper it reproduces
+    question: str  # one sentence
+
+    def __post_init__(self):
+        if self.paper not in PAPERS:
+            raise ValueError(f"experiment {self.name!r}: unknown paper {self.paper!r}; known: {', '.join(PAPERS)}")
+
+    @property
+    def package(self) -> str:
+        return f"storebench.experiments.{self.paper}.{self.name}"
+
+
+class ResultsDir:
+    """Where one measurement writes its result tables (CSV, committed) and raw events (DVC cache)."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.path / "raw"
+
+    def write(self, name: str, frame: pd.DataFrame) -> Path:
+        """Record table ``name`` (``<results>/<name>.csv``)."""
+        if not name.replace("_", "").isalnum():
+            raise ValueError(f"table name {name!r}: letters, digits and _ only")
+        target = self.path / f"{name}.csv"
+        frame.to_csv(target, index=False)
+        return target
+
+    def tables(self) -> list[str]:
+        return sorted(p.stem for p in self.path.glob("*.csv"))
+
+
+class TableMissing(KeyError):
+    pass
+
+
+class ResultTables:
+    """The recorded tables of one measurement, read back (what ``analyse`` and ``figures`` receive)."""
+
+    def __init__(self, frames: dict[str, pd.DataFrame], manifest: dict):
+        self._frames, self.manifest = frames, manifest
+
+    @classmethod
+    def read(cls, path: Path) -> "ResultTables":
+        path = Path(path)
+        manifest_path = path / MANIFEST
+        if not manifest_path.exists():
+            raise FileNotFoundError(f"no recorded measurement in {path} (no {MANIFEST}): run its measurement "
+                                    f"stage first (dvc repro measure_<experiment>) or set measure=True")
+        frames = {p.stem: _read_csv(p) for p in sorted(path.glob("*.csv"))}
+        return cls(frames, json.loads(manifest_path.read_text()))
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._frames:
+            raise TableMissing(f"table {name!r} was not recorded; recorded: {', '.join(self._frames) or 'none'}")
+        return self._frames[name]
+
+    def get(self, name: str, default=None):
+        return self._frames.get(name, default)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._frames
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._frames)
+
+    @property
+    def settings(self) -> dict:
+        """The settings the measurement ran with (from its manifest)."""
+        return self.manifest.get("settings", {})
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except pd.errors.EmptyDataError:  # a table with no rows and no header (nothing measured)
+        return pd.DataFrame()

@@ -1,0 +1,97 @@
+"""Who measured what, on what: the machine card, the git revision, library versions and the
+manifest written beside every measurement's result tables."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import subprocess
+import uuid
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from storebench.paths import ROOT, WORK_DIR
+
+# The client libraries and engines a result can depend on (recorded when installed).
+CLIENT_PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "rocksdict", "tiledb", "tensorstore", "redis", "hiredis",
+                   "pymongo", "cassandra-driver", "minio", "obstore", "duckdb", "pylance", "webdataset", "dvc",
+                   "papermill")
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no",
+                                "--", "lib", "notebooks"], capture_output=True, text=True).stdout.strip()
+        return rev + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+@lru_cache(maxsize=1)
+def machine_card() -> dict:
+    """CPU model, cores, memory, the disk under the work dir and its filesystem, kernel."""
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
+        **_disk(WORK_DIR if WORK_DIR.exists() else ROOT),
+        "kernel": platform.release(),
+        "os": _os_name(),
+        "python": platform.python_version(),
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _disk(path: Path) -> dict:
+    """The block device and filesystem holding ``path`` (findmnt, util-linux)."""
+    try:
+        out = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "--target", str(path)],
+                             capture_output=True, text=True, check=True).stdout.split()
+        return {"disk_device": out[0], "filesystem": out[1]}
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return {"disk_device": "unknown", "filesystem": "unknown"}
+
+
+def _os_name() -> str:
+    try:
+        return platform.freedesktop_os_release().get("PRETTY_NAME", "unknown")
+    except OSError:
+        return "unknown"
+
+
+def package_versions(names=CLIENT_PACKAGES) -> dict[str, str]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def new_run_id(experiment: str, started: datetime) -> str:
+    return f"{experiment}-{started:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def write_manifest(path: Path, manifest: dict) -> Path:
+    path.write_text(json.dumps(manifest, indent=1, sort_keys=False, default=str) + "\n")
+    return path

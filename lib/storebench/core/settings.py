@@ -1,0 +1,195 @@
+"""Typed experiment settings, read from ``params.yaml``.
+
+An experiment's settings are its section in ``params.yaml``, overlaid with the global values of
+the chosen preset (``n_samples``, ``repeats``, ...) and then the preset's own section for that
+experiment, if any, then the caller's overrides. The result is validated by the experiment's
+``Settings`` class (pydantic): a wrong key or value is a ``ParamsError`` naming where it came
+from (``presets.small.access_pattern.systems``), the value and what is allowed.
+
+    class Settings(storebench.core.settings.Settings):
+        systems: list[StoreName]
+        samples_per_request: list[PositiveInt]
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from storebench.paths import ROOT
+
+SCALES = ("smoke", "small", "paper")
+
+
+class ParamsError(ValueError):
+    pass
+
+
+def _one_of(kind: str, known):
+    """A validator: the value (or each value of a list) is one of ``known()``."""
+    def check(value):
+        valid = known()
+        if value not in valid:
+            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(sorted(valid))}")
+        return value
+    return check
+
+
+def _stores():
+    from storebench.stores import STORES
+    return STORES
+
+
+def _locations():
+    from storebench.testbed.locations import LOCATIONS
+    return LOCATIONS
+
+
+def _formats():
+    from storebench.data.formats import FORMATS
+    return FORMATS
+
+
+def _datasets():
+    from storebench.data.datasets import RAW_LOADERS
+    return {*RAW_LOADERS, "synthetic"}
+
+
+def _net_profiles():
+    from storebench.testbed.netprofiles import PROFILES
+    return PROFILES
+
+
+def _services():
+    from storebench.services import LOCAL_SERVICES
+    return LOCAL_SERVICES
+
+
+StoreName = Annotated[str, AfterValidator(_one_of("system", _stores))]
+LocationName = Annotated[str, AfterValidator(_one_of("location", _locations))]
+FormatName = Annotated[str, AfterValidator(_one_of("format", _formats))]
+DatasetName = Annotated[str, AfterValidator(_one_of("dataset", _datasets))]
+NetProfileName = Annotated[str, AfterValidator(_one_of("network profile", _net_profiles))]
+PositiveInt = Annotated[int, Field(ge=1, strict=True)]
+NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+NonEmpty = Field(min_length=1)
+
+
+def _known_endpoints(endpoints: dict) -> dict:
+    unknown = sorted(set(endpoints) - set(_services()))
+    if unknown:
+        raise ValueError(f"names unknown service(s) {unknown}; valid: {', '.join(_services())}")
+    return endpoints
+
+
+class Settings(BaseModel):
+    """What every experiment receives; an experiment's ``Settings`` adds its own fields."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scale: str
+    seed: int = 0
+    n_samples: PositiveInt
+    repeats: PositiveInt
+    warmup: bool = True
+    endpoints: Annotated[dict, AfterValidator(_known_endpoints)] = {}
+
+    # Read like the mapping the experiments were first written against (``settings["systems"]``).
+    def __getitem__(self, key: str):
+        try:
+            return getattr(self, key)
+        except AttributeError:
+            raise KeyError(key) from None
+
+    def get(self, key: str, default=None):
+        return getattr(self, key, default)
+
+    def __contains__(self, key: str) -> bool:
+        return key in type(self).model_fields
+
+    def as_dict(self) -> dict:
+        return self.model_dump(mode="json")
+
+
+def load_params(path: Path | str | None = None) -> dict:
+    path = Path(path) if path else ROOT / "params.yaml"
+    if not path.exists():
+        raise ParamsError(f"{path} not found (run from the storebench repository, or set STOREBENCH_ROOT)")
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as error:
+        raise ParamsError(f"{path} is not valid YAML: {error}") from None
+    if not isinstance(params, dict):
+        raise ParamsError(f"{path}: expected a mapping at the top level")
+    return params
+
+
+def merged(name: str, scale: str | None = None, params: dict | None = None,
+           overrides: dict | None = None) -> tuple[dict, dict[str, str]]:
+    """The raw settings of experiment ``name`` at ``scale`` and, per key, where its value came from."""
+    params = load_params() if params is None else params
+    scale = scale or params.get("scale", "small")
+    if scale not in SCALES:
+        raise ParamsError(f"params.yaml: scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    preset = _mapping(_mapping(params, "presets"), scale, f"presets.{scale}")
+    if name not in params:
+        raise ParamsError(f"params.yaml has no section {name!r} (experiments: "
+                          f"{', '.join(k for k, v in params.items() if isinstance(v, dict) and k != 'presets')})")
+    layers = [("", {"seed": params.get("seed", 0), "endpoints": params.get("endpoints") or {}}),
+              (f"presets.{scale}.", {k: v for k, v in preset.items() if not isinstance(v, dict)}),
+              (f"{name}.", _mapping(params, name)),
+              (f"presets.{scale}.{name}.", preset.get(name, {})),
+              ("override ", overrides or {})]
+    config, origin = {}, {}
+    for prefix, layer in layers:
+        config.update(layer)
+        origin.update({key: prefix + key for key in layer})
+    config["scale"], origin["scale"] = scale, "scale"
+    return config, origin
+
+
+def load(settings_class: type[Settings], name: str, scale: str | None = None, params: dict | None = None,
+         overrides: dict | None = None) -> Settings:
+    """Experiment ``name``'s settings at ``scale``, validated by ``settings_class``."""
+    config, origin = merged(name, scale, params, overrides)
+    try:
+        return settings_class.model_validate(config)
+    except ValidationError as error:
+        raise ParamsError(_explain(error, config, origin, settings_class)) from None
+
+
+def _explain(error: ValidationError, config: dict, origin: dict, settings_class) -> str:
+    problems = []
+    for item in error.errors():
+        key = str(item["loc"][0]) if item["loc"] else "?"
+        where = origin.get(key, key) + "".join(f"[{p}]" for p in item["loc"][1:] if not isinstance(p, str))
+        if item["type"] == "extra_forbidden":
+            problems.append(f"unknown key {where}; known keys: {', '.join(sorted(settings_class.model_fields))}")
+        elif item["type"] == "missing":
+            problems.append(f"{where} is missing ({_field_help(settings_class, key)})")
+        else:
+            message = item["msg"].removeprefix("Value error, ")
+            problems.append(f"{where} = {config.get(key)!r}: {message}")
+    return "params.yaml: " + "; ".join(problems)
+
+
+def _field_help(settings_class, key: str) -> str:
+    field = settings_class.model_fields.get(key)
+    return field.description if field is not None and field.description else "no default"
+
+
+def _mapping(parent: dict, key: str, where: str | None = None) -> dict:
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        raise ParamsError(f"params.yaml: {where or key} must be a mapping, got {type(value).__name__}")
+    return value
+
+
+def params_hash(fields: dict[str, Any]) -> str:
+    """Provenance hash of the values that define a measurement's workload (not local knobs)."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:12]

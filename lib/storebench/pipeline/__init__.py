@@ -1,0 +1,1 @@
+"""The DVC pipeline: stage dependencies derived from imports, and the papermill runner."""

@@ -1,0 +1,241 @@
+"""Which library files each DVC stage depends on, derived from the imports, so a change to one
+experiment's module re-runs that experiment only.
+
+A stage's library dependencies are the modules its command runs (``python -m storebench.X``) and,
+for a notebook stage, the modules the notebook imports, closed over every ``import`` they make
+(also those inside functions, which run when the function does) and every module the store and
+service registries name by dotted path. A stage whose closure starts servers also depends on their
+configuration templates (``env/conf``).
+
+A notebook stage's params are its own section and its own entry under each scale preset, plus
+the global preset values every experiment receives (``n_samples``, ``repeats``): so tuning one
+family's preset re-runs that family only.
+
+    python -m storebench.pipeline.deps check    # exit 1 and say which stage misses which file
+    python -m storebench.pipeline.deps write    # rewrite the deps of dvc.yaml from the imports
+"""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+from pathlib import Path
+
+from storebench.paths import ROOT
+
+PACKAGE = "storebench"
+LIB = ROOT / "lib"
+DVC_YAML = ROOT / "dvc.yaml"
+SERVER_CONFIGS = "env/conf"
+_DOTTED = re.compile(rf"^({PACKAGE}(?:\.\w+)*)(?::\w+)?$")  # "storebench.stores.redis:RedisStore"
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of ``module`` (a package's ``__init__.py``), or None outside the library."""
+    base = LIB.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(LIB).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_modules(source: str, importer: str = "", is_package: bool = False) -> set[str]:
+    """Library modules named by the imports (absolute and relative) and dotted-path strings of
+    ``source``; ``importer`` is the module the source belongs to (for relative imports)."""
+    found: set[str] = set()
+    package = importer if is_package else importer.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (m := _DOTTED.match(node.value)):
+            found.add(m.group(1))
+    return {name for name in found if name.split(".")[0] == PACKAGE and module_file(name) is not None}
+
+
+def with_parents(module: str) -> set[str]:
+    """Importing a.b.c runs a/__init__.py and a/b/__init__.py too."""
+    parts = module.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+
+
+def closure(modules: set[str]) -> set[Path]:
+    """Every library file that importing ``modules`` can run."""
+    todo = set().union(*(with_parents(m) for m in modules)) if modules else set()
+    seen: set[str] = set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = module_file(module)
+        if path is None:
+            continue
+        for name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+            todo |= with_parents(name) - seen
+    return {module_file(m) for m in seen if module_file(m) is not None}
+
+
+def notebook_source(path: Path) -> str:
+    """The code cells of a notebook as one Python source (IPython magics and shell lines dropped)."""
+    cells = json.loads(path.read_text())["cells"]
+    lines = []
+    for cell in cells:
+        if cell["cell_type"] == "code":
+            source = "".join(cell["source"])
+            lines += [ln for ln in source.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    return "\n".join(lines)
+
+
+def command_modules(cmd: str) -> tuple[set[str], list[Path]]:
+    """Library modules a stage command runs, and the notebooks it executes."""
+    modules, notebooks = set(), []
+    match = re.search(rf"-m\s+({PACKAGE}(?:\.\w+)*)", cmd)
+    if match:
+        modules.add(match.group(1))
+        if match.group(1) == f"{PACKAGE}.pipeline.notebooks":
+            name = cmd[match.end():].split()[0]
+            notebook = ROOT / "notebooks" / f"{name}.ipynb"
+            notebooks.append(notebook)
+            modules |= imported_modules(notebook_source(notebook))
+    return modules, notebooks
+
+
+def library_deps(cmd: str) -> list[str]:
+    """The repo-relative library files (and server configs) a stage command depends on."""
+    modules, _ = command_modules(cmd)
+    files = closure(modules)
+    deps = sorted(str(p.relative_to(ROOT)) for p in files)
+    if any(f"/{PACKAGE}/services/" in f"/{d}" for d in deps):
+        deps.append(SERVER_CONFIGS)
+    return deps
+
+
+def is_library_dep(dep: str) -> bool:
+    return dep.startswith(f"lib/{PACKAGE}") or dep == SERVER_CONFIGS
+
+
+def _stages(doc) -> dict:
+    """name -> the mapping that holds ``cmd`` and ``deps`` (the ``do`` of a foreach stage)."""
+    return {name: (stage["do"] if "do" in stage else stage) for name, stage in doc["stages"].items()}
+
+
+def _dep_name(dep) -> str:
+    return next(iter(dep)) if isinstance(dep, dict) else str(dep)
+
+
+def expected_deps(stage: dict) -> list[str]:
+    cmd = stage["cmd"].replace("${item}", "")  # foreach stages run the same module for every item
+    return library_deps(cmd)
+
+
+def notebook_name(stage: dict) -> str | None:
+    match = re.search(rf"-m\s+{PACKAGE}\.pipeline\.notebooks\s+(\w+)", stage["cmd"])
+    return match.group(1) if match else None
+
+
+def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] | None:
+    """The params a notebook stage reads (see the module docstring); None for other stages."""
+    import yaml
+
+    name = notebook_name(stage)
+    if name is None:
+        return None
+    if params_yaml is None or not params_yaml.exists():
+        params_yaml = DVC_YAML.with_name("params.yaml")
+    params = yaml.safe_load(params_yaml.read_text())
+    scales = list(params["presets"])
+    global_keys = sorted({key for scale in scales for key, value in params["presets"][scale].items()
+                          if not isinstance(value, dict)})
+    return (["scale", "seed", "endpoints", name] + [f"presets.{s}.{k}" for s in scales for k in global_keys]
+            + [f"presets.{s}.{name}" for s in scales])
+
+
+def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
+    """Per stage, the library files (and params) it should list but does not ('missing') and those it
+    lists but does not read ('extra'); empty when dvc.yaml matches the imports and params.yaml."""
+    import yaml
+
+    problems = {}
+    for name, stage in _stages(yaml.safe_load(dvc_yaml.read_text())).items():
+        listed = {_dep_name(d) for d in stage.get("deps", []) if is_library_dep(_dep_name(d))}
+        want = set(expected_deps(stage))
+        params = expected_params(stage, dvc_yaml.with_name("params.yaml"))
+        if params is not None:
+            listed |= {f"param {p}" for p in stage.get("params", [])}
+            want |= {f"param {p}" for p in params}
+        missing, extra = sorted(want - listed), sorted(listed - want)
+        if missing or extra:
+            problems[name] = {"missing": missing, "extra": extra}
+    return problems
+
+
+def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
+    """Rewrite each stage's library deps from its imports, keeping every other dep, comment and
+    key order (ruamel round trip); returns the stages that changed."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedSeq
+
+    yaml = YAML()
+    yaml.width = 4096
+    yaml.indent(mapping=2, sequence=4, offset=2)  # dvc.yaml's own style
+    doc = yaml.load(dvc_yaml.read_text())
+    changed = []
+    for name, stage in _stages(doc).items():
+        old = list(stage.get("deps", []))
+        keep = [d for d in old if not is_library_dep(_dep_name(d))]
+        new = CommentedSeq(keep + expected_deps(stage))
+        params = expected_params(stage, dvc_yaml.with_name("params.yaml"))
+        if [_dep_name(d) for d in old] != [_dep_name(d) for d in new]:
+            stage["deps"] = new
+            changed.append(name)
+        if params is not None and list(stage.get("params", [])) != params:
+            stage["params"] = CommentedSeq(params)
+            changed.append(name)
+    with dvc_yaml.open("w") as out:
+        yaml.dump(doc, out)
+    return list(dict.fromkeys(changed))
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m storebench.pipeline.deps", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["check", "write", "show"])
+    parser.add_argument("--dvc-yaml", default=str(DVC_YAML))
+    args = parser.parse_args(argv)
+    path = Path(args.dvc_yaml)
+    if args.action == "write":
+        print("updated deps of: " + (", ".join(write(path)) or "nothing (already derived from the imports)"))
+        return 0
+    if args.action == "show":
+        import yaml
+
+        for name, stage in _stages(yaml.safe_load(path.read_text())).items():
+            print(f"{name}: {' '.join(expected_deps(stage))}")
+        return 0
+    problems = check(path)
+    for name, what in problems.items():
+        for kind, files in what.items():
+            if files:
+                print(f"{name}: {kind} {', '.join(files)}")
+    if problems:
+        print("run `python -m storebench.pipeline.deps write` to derive the deps from the imports", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""Run an experiment's report notebook with papermill and render it to HTML (the report stages call
+this). The notebook reads the recorded tables (results/<experiment>/) and starts no server.
+
+    python -m storebench.pipeline.notebooks access_pattern [--results DIR] [--out-dir DIR] [-p key value]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from storebench.paths import REPORTS_DIR, ROOT
+from storebench.core.progress import relayed_to
+
+NOTEBOOKS_DIR = ROOT / "notebooks"
+KERNEL = "storebench"
+
+
+def run(name: str, out_dir: Path = REPORTS_DIR, parameters: dict | None = None, progress: bool = True,
+        results_dir: Path | None = None) -> Path:
+    """Execute notebooks/<name>.ipynb into <out_dir>/notebooks/ and render <out_dir>/<name>.html."""
+    import papermill
+
+    source = NOTEBOOKS_DIR / f"{name}.ipynb"
+    if not source.exists():
+        known = ", ".join(sorted(p.stem for p in NOTEBOOKS_DIR.glob("*.ipynb")))
+        raise ValueError(f"unknown notebook {name!r}; notebooks: {known}")
+    out_dir = Path(out_dir).resolve()
+    executed = out_dir / "notebooks" / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    params = {**({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
+              **({"results_dir": str(Path(results_dir).resolve())} if results_dir else {}), **(parameters or {})}
+    streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if progress else {}  # cell output, live
+    spool = Path(tempfile.gettempdir()) / f"storebench-progress-{os.getpid()}-{name}.txt"
+    with relayed_to(sys.stderr if progress else None, spool):  # the kernel's bars: terminal, not report
+        papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
+                                   cwd=str(NOTEBOOKS_DIR), progress_bar=progress, **streams)
+    return render_html(executed, out_dir / f"{name}.html")
+
+
+def render_html(notebook: Path, target: Path) -> Path:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m storebench.pipeline.notebooks")
+    parser.add_argument("name")
+    parser.add_argument("--results", default=None, help="recorded result tables (default: results/)")
+    parser.add_argument("--out-dir", default=str(REPORTS_DIR))
+    parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
+                        help="extra notebook parameter (value parsed as YAML)")
+    args = parser.parse_args(argv)
+    import yaml
+
+    extra = {key: yaml.safe_load(value) for key, value in args.p}
+    print(run(args.name, Path(args.out_dir), extra, results_dir=args.results))
+
+
+if __name__ == "__main__":
+    main()

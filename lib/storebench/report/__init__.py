@@ -1,0 +1,1 @@
+"""Rendering what experiments recorded: findings and claims, figures in one house style, report tables, the index."""

@@ -1,0 +1,138 @@
+"""reports/index.html, built from what the experiments recorded (``*.findings.json``, see
+storebench.report.findings) and the rendered reports beside them: one section per seed paper, each with
+its per-system overview and its reports; runs at the paper's scale (``reports/paper/``) apart.
+
+    python -m storebench.report.index [--reports DIR]
+"""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from storebench.core.experiment import PAPERS
+from storebench.core.provenance import git_revision, machine_card
+from storebench.paths import REPORTS_DIR
+from storebench.report.findings import VERDICTS, Metric, Recorded, read_all
+from storebench.report.notebook import VERDICT_COLOURS
+
+STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-height:1.4}
+li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#eee}
+table{border-collapse:collapse;font-size:90%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
+th{vertical-align:bottom;max-width:14em;font-weight:normal;font-size:90%} td:first-child{text-align:left}
+td.noise{color:#888;font-style:italic} nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
+
+
+def verdict_counts(recorded: list[Recorded]) -> str:
+    """How many of a paper's claims hold, do not hold, are inconclusive or not comparable."""
+    counts = {v: sum(r.verdict_counts[v] for r in recorded) for v in VERDICTS}
+    total = sum(counts.values())
+    if not total:
+        return "<p class='verdicts'>No claims judged yet.</p>"
+    spans = "".join(f"<span style='color:{VERDICT_COLOURS[v]}'><b>{n}</b> {v}</span>" for v, n in counts.items())
+    return f"<p class='verdicts'>{total} claims of the paper judged: {spans}</p>"
+
+
+def overview_table(recorded: list[Recorded]) -> str:
+    """system x figure; a figure whose 95% CI includes "no effect" is greyed and says so."""
+    metrics: list[Metric] = [m for r in recorded for m in r.metrics]
+    if not metrics:
+        return ""
+    columns = list(dict.fromkeys(m.column for m in metrics))
+    systems = list(dict.fromkeys(m.system for m in metrics))
+    cell = {(m.system, m.column): m for m in metrics}
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    rows = []
+    for system in systems:
+        cells = []
+        for column in columns:
+            m = cell.get((system, column))
+            if m is None:
+                cells.append("<td>&ndash;</td>")
+            elif m.within_noise:
+                cells.append(f'<td class="noise" title="95% CI includes no effect">{html.escape(m.text())} '
+                             f"(within noise)</td>")
+            else:
+                cells.append(f"<td>{html.escape(m.text())}</td>")
+        rows.append(f"<tr><td>{html.escape(system)}</td>{''.join(cells)}</tr>")
+    return (f"<table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows) + "</table>\n"
+            "<p>Mean &plusmn; 95% CI half-width, computed by each experiment from its own result table (one run, "
+            "this machine). <i>Within noise</i>: the 95% CI includes no effect (1.00x for a ratio, 0% for a "
+            "share), so the figure is not a finding. &ndash;: not measured by that experiment.</p>")
+
+
+def report_items(reports_dir: Path, recorded: list[Recorded], prefix: str = "") -> list[str]:
+    items = []
+    for r in recorded:
+        link = f"{prefix}{r.experiment}"
+        if not (reports_dir / f"{r.experiment}.html").exists():
+            continue
+        figure = (f'<img src="{link}.png" alt="{r.experiment} figure" width="420">'
+                  if (reports_dir / f"{r.experiment}.png").exists() else "")
+        csv = (f' &middot; <a href="{link}.csv">results table (CSV)</a>'
+               if (reports_dir / f"{r.experiment}.csv").exists() else "")
+        counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n)
+        claims = f" <i>(claims: {counts})</i>" if counts else ""
+        items.append(f'<li><h3><a href="{link}.html">{html.escape(r.experiment.replace("_", " "))}</a></h3>'
+                     f"<p>{html.escape(r.headline)}{claims}{csv}</p>{figure}</li>")
+    return items
+
+
+def unrecorded(reports_dir: Path, recorded: list[Recorded]) -> list[str]:
+    """Rendered reports with no findings file (e.g. an interrupted run): listed, never hidden."""
+    known = {r.experiment for r in recorded}
+    return [p.stem for p in sorted(reports_dir.glob("*.html")) if p.stem != "index" and p.stem not in known]
+
+
+def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2") -> list[str]:
+    recorded = read_all(reports_dir)
+    sections = []
+    for paper in sorted({r.paper for r in recorded}, key=list(PAPERS).index):
+        mine = [r for r in recorded if r.paper == paper]
+        table = overview_table(mine) if not prefix else ""
+        sections.append(f'<section id="{paper}{prefix.strip("/")}"><{heading}>{html.escape(PAPERS[paper])}'
+                        f"</{heading}>\n{verdict_counts(mine)}{table}<ul>\n"
+                        + "\n".join(report_items(reports_dir, mine, prefix)) + "\n</ul></section>")
+    missing = unrecorded(reports_dir, recorded)
+    if missing:
+        links = ", ".join(f'<a href="{prefix}{m}.html">{html.escape(m)}</a>' for m in missing)
+        sections.append(f"<p>Reports without recorded findings (re-run them): {links}</p>")
+    return sections
+
+
+def build(reports_dir: Path = REPORTS_DIR) -> Path:
+    reports_dir = Path(reports_dir)
+    sections = paper_sections(reports_dir)
+    paper_dir = reports_dir / "paper"
+    paper = paper_sections(paper_dir, "paper/", "h3") if paper_dir.is_dir() else []
+    card = machine_card()
+    nav = " ".join(f'<a href="#{p}">{html.escape(PAPERS[p].split(",")[0])}</a>' for p in PAPERS
+                   if any(f'id="{p}"' in sec for sec in sections))
+    body = "\n".join(sections) or "<p>No reports yet: run <code>make reproduce</code>.</p>"
+    paper_html = ("<h2>At the papers' scale</h2>\n" + "\n".join(paper)) if paper else ""
+    index = reports_dir / "index.html"
+    index.write_text(f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>storebench reports</title>
+<style>{STYLE}</style></head>
+<body><h1>storebench reports</h1>
+<p>Each report is an executed notebook: parameters, measurements (mean &plusmn; 95% CI over repeats),
+figures with the seed papers' published numbers as a labelled reference layer, and findings.
+Index built on {html.escape(card["host"])} ({card["cores"]} cores), git {html.escape(git_revision())}.</p>
+<nav>{nav}</nav>
+{body}
+{paper_html}
+</body></html>
+""")
+    return index
+
+
+def main(argv=None):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m storebench.report.index")
+    parser.add_argument("--reports", default=str(REPORTS_DIR))
+    args = parser.parse_args(argv)
+    print(build(Path(args.reports)))
+
+
+if __name__ == "__main__":
+    main()
