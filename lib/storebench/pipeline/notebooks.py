@@ -18,8 +18,8 @@ NOTEBOOKS_DIR = ROOT / "notebooks"
 KERNEL = "storebench"
 
 
-def run(name: str, out_dir: Path = REPORTS_DIR, parameters: dict | None = None, progress: bool = True,
-        results_dir: Path | None = None) -> Path:
+def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parameters: dict | None = None,
+        progress: bool = True, results_dir: Path | None = None) -> Path:
     """Execute notebooks/<name>.ipynb into <out_dir>/notebooks/ and render <out_dir>/<name>.html."""
     import papermill
 
@@ -30,7 +30,7 @@ def run(name: str, out_dir: Path = REPORTS_DIR, parameters: dict | None = None, 
     out_dir = Path(out_dir).resolve()
     executed = out_dir / "notebooks" / f"{name}.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
-    params = {**({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
+    params = {**({"scale": scale} if scale else {}), **({"out_dir": str(out_dir)} if out_dir != REPORTS_DIR.resolve() else {}),
               **({"results_dir": str(Path(results_dir).resolve())} if results_dir else {}), **(parameters or {})}
     streams = {"stdout_file": sys.stdout, "stderr_file": sys.stderr} if progress else {}  # cell output, live
     spool = Path(tempfile.gettempdir()) / f"storebench-progress-{os.getpid()}-{name}.txt"
@@ -54,6 +54,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m storebench.pipeline.notebooks")
     parser.add_argument("name")
     parser.add_argument("--results", default=None, help="recorded result tables (default: results/)")
+    parser.add_argument("--scale", default=None, help="for a notebook that measures (measure=True, or an experiment "
+                                                       "not yet on the contract)")
     parser.add_argument("--out-dir", default=str(REPORTS_DIR))
     parser.add_argument("-p", nargs=2, action="append", default=[], metavar=("KEY", "VALUE"),
                         help="extra notebook parameter (value parsed as YAML)")
@@ -61,7 +63,7 @@ def main(argv=None):
     import yaml
 
     extra = {key: yaml.safe_load(value) for key, value in args.p}
-    print(run(args.name, Path(args.out_dir), extra, results_dir=args.results))
+    print(run(args.name, args.scale, Path(args.out_dir), extra, results_dir=args.results))
 
 
 if __name__ == "__main__":
