@@ -5,7 +5,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help env data reproduce test lab lock deps clean
+.PHONY: help env data reproduce test test-fast lab lock deps clean
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
@@ -23,6 +23,9 @@ reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/i
 
 test: data  ## the test suite (CI runs exactly this)
 	python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: env  ## unit tests and the analysis re-run on the committed result tables (no server, no notebook)
+	python -m pytest -q -m "not slow and not server" $(PYTEST_ARGS)
 
 lab: data  ## JupyterLab on the notebooks
 	jupyter lab --notebook-dir=notebooks

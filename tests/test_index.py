@@ -18,9 +18,42 @@ def test_a_ratio_carries_its_propagated_ci_and_knows_when_it_is_noise():
     assert not Metric("x", "space", 1.2, None, 1.0, "x").within_noise  # no CI: shown as measured
 
 
-def test_unknown_seed_is_refused(tmp_path):
+def test_unknown_seed_is_refused(tmp_path):  # experiments not yet on the contract name a seed
     with pytest.raises(ValueError, match="unknown seed"):
         Findings("h", "m").save(tmp_path, "exp", "999")
+
+
+def test_verdicts_follow_the_interval_rules():
+    above, below, within = findings.above(1.0), findings.below(1.1), findings.within(0.9, 1.1)
+    assert findings.judge("S", "faster", "m", 1.5, 0.2, above).verdict == "holds"
+    assert findings.judge("S", "faster", "m", 0.5, 0.2, above).verdict == "does not hold"
+    straddles = findings.judge("S", "faster", "m", 1.1, 0.2, above)
+    assert straddles.verdict == "inconclusive" and straddles.ci_low == pytest.approx(0.9)
+    assert findings.judge("S", "< 10%", "m", 1.05, 0.01, below).verdict == "holds"
+    assert findings.judge("S", "same", "m", 1.0, 0.05, within).verdict == "holds"
+    assert findings.judge("S", "same", "m", 1.3, 0.05, within).verdict == "does not hold"
+    one_repeat = findings.judge("S", "faster", "m", 3.0, float("nan"), above)
+    assert one_repeat.verdict == "inconclusive" and "no confidence interval" in one_repeat.why
+    assert findings.not_comparable("S", "x", "m", "2 cores").verdict == "not comparable"
+    with pytest.raises(ValueError, match="verdict"):
+        findings.Claim("S", "x", "m", 1, 0, 2, "x", "r", "probably")
+
+
+def test_the_findings_file_is_strict_json_and_the_index_counts_claims_per_paper(tmp_path):
+    from storebench.core.experiment import Experiment
+
+    declared = Experiment("granularity", "dl_storage_benchmarking", "Sec 5.3", "which granularity?")
+    claims = (findings.judge("Sec 5.3", "halves", "m", 2.0, 0.1, findings.above(1.5)),
+              findings.judge("Sec 5.3", "< 10%", "m", 1.2, float("nan"), findings.below(1.1)))
+    made = Findings("Coarser objects help.", "text", (Metric("x", "c", 1.0, float("nan"), 1.0, "x"),), claims)
+    path = findings.write(tmp_path, declared, made, {"run_id": "r1", "scale": "smoke"})
+    assert "NaN" not in path.read_text()
+    recorded = findings.read(path)
+    assert recorded.verdict_counts == {"holds": 1, "does not hold": 0, "inconclusive": 1, "not comparable": 0}
+    assert recorded.run["run_id"] == "r1"
+    (tmp_path / "granularity.html").write_text("<html></html>")
+    page = index.build(tmp_path).read_text()
+    assert "2 claims of the paper judged" in page and "<b>1</b> holds" in page and "<b>1</b> inconclusive" in page
 
 
 def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(tmp_path):
@@ -31,7 +64,7 @@ def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(t
     for name in ("breakdown", "loaders", "orphan"):
         (tmp_path / f"{name}.html").write_text("<html></html>")
     page = index.build(tmp_path).read_text()
-    assert page.index("Cheng &amp; Gunawi") < page.index("Britto")  # seeds in their order
+    assert page.index("Peng Cheng and Haryadi S. Gunawi") < page.index("Britto")  # papers in their order
     assert 'class="noise"' in page and "50.0% ± 58% (within noise)" in page
     assert "<td>1.30x ± 0.02</td>" in page
     assert 'href="breakdown.html"' in page and 'href="loaders.html"' in page

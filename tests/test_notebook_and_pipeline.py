@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench.pipeline.deps import notebooks
+from storebench.pipeline import notebooks
 from storebench.paths import ROOT
 from storebench.core.results import ROW_COLUMNS
 
@@ -32,7 +32,8 @@ def check_access_pattern_results(csv: Path, scale: str):
     assert len(cold) and (cold.resident_fraction < 0.5).all()
 
 
-NOTEBOOKS = ["access_pattern", "location", "format", "granularity", "breakdown", "training"]
+NOTEBOOKS = ["access_pattern", "location", "format", "breakdown", "training"]  # not yet on the contract
+ON_CONTRACT = ["granularity"]
 SEED001 = {"dataloaders": "systems", "scalability": "systems", "resources": "systems", "embeddings": "tables"}
 
 
@@ -44,7 +45,7 @@ def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
     assert rows.system_version.notna().all() and (rows.host != "").all()
     assert (out / f"{name}.png").stat().st_size > 10_000
     recorded = json.loads((out / f"{name}.findings.json").read_text())
-    assert "paper" in recorded["headline"] and recorded["seed"] == "003"
+    assert "paper" in recorded["headline"] and recorded["paper"] == "dl_storage_benchmarking"
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page  # the figure itself, not its repr
@@ -79,9 +80,32 @@ def test_format_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert set(usage.system) == set(rows.system)
 
 
+def check_contract_report(results: Path, out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
+    """An experiment on the contract: verified rows and a manifest in results/, and a report rendered from
+    them with its findings file (claims included), figures and no code."""
+    rows = pd.read_csv(results / name / f"{name}.csv")
+    assert len(rows) and set(ROW_COLUMNS) <= set(rows.columns)
+    assert rows.verified.all() and (rows.seconds > 0).all() and (rows.scale == scale).all()
+    manifest = json.loads((results / name / "manifest.json").read_text())
+    assert manifest["scale"] == scale and manifest["machine"]["cores"] and manifest["run_id"].startswith(name)
+    assert list((results / "raw" / name).glob("*.parquet"))
+    recorded = json.loads((out / f"{name}.findings.json").read_text())
+    assert recorded["paper"] == "dl_storage_benchmarking" and recorded["claims"]
+    assert recorded["run"]["run_id"] == manifest["run_id"]
+    assert all(c["verdict"] in ("holds", "does not hold", "inconclusive", "not comparable") for c in recorded["claims"])
+    assert list((out / "figures" / name).glob("*.png"))
+    page = (out / f"{name}.html").read_text()
+    assert "Findings" in page and "Traceback" not in page and "Answer" in page
+    assert "analysis.analyse(" not in page and "report.publish(" not in page  # code hidden
+    return rows
+
+
 def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    notebooks.run("granularity", "smoke", out_dir=tmp_path, progress=False)
-    rows = check_report(tmp_path, "granularity")
+    from storebench.pipeline import run
+
+    run.measure("granularity", "smoke", results_root=tmp_path / "results", progress=False)
+    notebooks.run("granularity", out_dir=tmp_path, results_dir=tmp_path / "results", progress=False)
+    rows = check_contract_report(tmp_path / "results", tmp_path, "granularity")
     coarse = rows[(rows.samples_per_object > 1) & (rows.access == "random")]
     assert (coarse.bytes >= coarse.needed_bytes).all() and (coarse.bytes > coarse.needed_bytes).any()
     whole = rows[(rows.access == "random-objects") & (rows.samples_per_request % rows.samples_per_object == 0)]
@@ -117,7 +141,7 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
             shutil.copy2(ROOT / name, copy / name)
     params = yaml.safe_load((copy / "params.yaml").read_text())
     params["scale"] = "smoke"
-    for name in NOTEBOOKS:  # the notebook tests cover every system; here the DVC wiring is under test
+    for name in [*NOTEBOOKS, *ON_CONTRACT]:  # the notebook tests cover every system; here the DVC wiring is under test
         params["presets"]["smoke"].setdefault(name, {})["systems"] = ["localfs", "rocksdb"]
     params["presets"]["smoke"]["breakdown"]["systems"] = ["redis"]  # it places servers only
     for name, key in SEED001.items():
@@ -132,20 +156,33 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     assert repro.returncode == 0, repro.stdout[-3000:] + repro.stderr[-3000:]
     for name in NOTEBOOKS:
         check_report(copy / "reports", name)
+    for name in ON_CONTRACT:
+        check_contract_report(copy / "results", copy / "reports", name)
     for name in SEED001:
-        assert json.loads((copy / "reports" / f"{name}.findings.json").read_text())["seed"] == "001"
+        assert json.loads((copy / "reports" / f"{name}.findings.json").read_text())["paper"] == "ml_storage_study"
         assert "Traceback" not in (copy / "reports" / f"{name}.html").read_text()
     index = (copy / "reports" / "index.html").read_text()
-    assert all(f'href="{name}.html"' in index for name in [*NOTEBOOKS, *SEED001]) and "the paper saw" in index
-    assert "Britto" in index
-    assert "Cheng &amp; Gunawi" in index and "<td>localfs</td>" in index
+    assert all(f'href="{name}.html"' in index for name in [*NOTEBOOKS, *ON_CONTRACT, *SEED001])
+    assert "the paper saw" in index and "Britto" in index and "claims of the paper judged" in index
+    assert "Peng Cheng" in index and "<td>localfs</td>" in index
     again = subprocess.run([sys.executable, "-m", "dvc", "repro"], cwd=copy, env=env, capture_output=True, text=True)
     assert again.returncode == 0 and "didn't change, skipping" in again.stdout
     assert "Running stage" not in again.stdout
-    for page in [*NOTEBOOKS, *SEED001]:  # progress bars reach the terminal, never the rendered report
+    for page in [*NOTEBOOKS, *ON_CONTRACT, *SEED001]:  # progress bars reach the terminal, never the report
         assert not re.search(r"\d+%\|[^|]*\| *\d+/\d+ \[", (copy / "reports" / f"{page}.html").read_text()), page
-    with open(copy / "lib" / "storebench" / "experiments" / "format.py", "a") as module:
+    experiments = copy / "lib" / "storebench" / "experiments" / "dl_storage_benchmarking"
+    with open(experiments / "format.py", "a") as module:
         module.write("\n# an edit to one experiment's module\n")
     status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=copy, env=env,
                             capture_output=True, text=True, check=True)
     assert set(json.loads(status.stdout)) == {"format"}, status.stdout
+    subprocess.run(["git", "checkout", "--", "lib"], cwd=copy, check=True)
+    with open(experiments / "granularity" / "analysis.py", "a") as module:  # a figure or verdict change
+        module.write("\n# an edit to the analysis\n")
+    status = subprocess.run([sys.executable, "-m", "dvc", "status", "--json"], cwd=copy, env=env,
+                            capture_output=True, text=True, check=True)
+    assert set(json.loads(status.stdout)) == {"report_granularity"}, status.stdout  # measurements up to date
+    rerender = subprocess.run([sys.executable, "-m", "dvc", "repro", "report_granularity"], cwd=copy, env=env,
+                              capture_output=True, text=True)
+    assert rerender.returncode == 0 and "measure_granularity" not in rerender.stdout.replace(
+        "'measure_granularity' didn't change", ""), rerender.stdout[-2000:]

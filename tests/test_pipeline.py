@@ -1,7 +1,7 @@
 """Each DVC stage depends on the library files its imports reach, and on no others."""
 import yaml
 
-from storebench.pipeline.deps import deps as pipeline
+from storebench.pipeline import deps as pipeline
 from storebench.paths import ROOT
 
 EXPERIMENTS = ["access_pattern", "location", "format", "granularity", "breakdown", "training"]
@@ -26,41 +26,71 @@ def test_a_missing_module_is_reported(tmp_path):
     assert pipeline.check(changed) == {"format": {"missing": ["lib/storebench/core/timing.py"], "extra": []}}
 
 
+def measuring_stage(name: str) -> str:
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    return f"measure_{name}" if f"measure_{name}" in stages else name
+
+
+def experiment_files(name: str) -> set[str]:
+    """The library files that are experiment ``name``'s own."""
+    from storebench.experiments import package
+
+    base = ROOT / "lib" / package(name).replace(".", "/")
+    if base.is_dir():
+        return {str(p.relative_to(ROOT)) for p in base.glob("*.py")}
+    module = base.with_name({"resources": "resource_use"}.get(name, name) + ".py")  # not yet on the contract
+    return {str(module.relative_to(ROOT))} if module.exists() else set()
+
+
 def test_an_experiment_depends_on_its_own_module_only():
     for name in EXPERIMENTS:
-        deps = stage_deps(name)
-        assert f"lib/storebench/experiments/{name}.py" in deps and f"notebooks/{name}.ipynb" in deps
-        others = {f"lib/storebench/experiments/{o}.py" for o in EXPERIMENTS if o != name}
+        deps = stage_deps(measuring_stage(name))
+        assert experiment_files(name) & deps
+        others = set().union(*(experiment_files(o) for o in EXPERIMENTS if o != name))
         assert not deps & others, f"{name} depends on {sorted(deps & others)}"
+
+
+def test_report_stages_start_no_server_and_changing_a_figure_leaves_measurements_up_to_date():
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    reports = [name for name in stages if name.startswith("report_")]
+    assert reports, "no experiment on the contract"
+    for name in reports:
+        deps = stage_deps(name)
+        reached = [d for d in deps if d.startswith(("lib/storebench/stores", "lib/storebench/services",
+                                                    "lib/storebench/testbed")) or d.endswith("/measure.py")]
+        assert not reached, f"{name} depends on {reached}"
+        experiment = name.removeprefix("report_")
+        analysis = next(d for d in deps if d.endswith(f"/{experiment}/analysis.py"))
+        assert analysis not in stage_deps(f"measure_{experiment}"), "a figure change would re-measure"
 
 
 def test_one_familys_preset_is_not_anothers_dependency():
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
     for name in [*EXPERIMENTS, *SEED001]:
-        params = set(doc[name]["params"])
+        params = set(doc[measuring_stage(name)]["params"])
         assert {f"presets.{s}.{name}" for s in ("smoke", "small", "paper")} <= params and name in params
         assert "presets" not in params and not {f"presets.small.{o}" for o in [*EXPERIMENTS, *SEED001] if o != name} & params
-    deps = stage_deps("training")
-    assert not [d for d in deps if d.endswith(("loaders/rows.py", "samples.py", "tables.py"))]
+    deps = stage_deps(measuring_stage("training"))
+    assert not [d for d in deps if d.endswith(("loaders/rows.py", "samples.py", "stores/tables.py"))]
 
 
 def test_seed001_stages_chain_through_the_best_loader_configurations():
-    for name, module in SEED001.items():
-        deps = stage_deps(name)
-        assert f"lib/storebench/experiments/{module}.py" in deps and f"notebooks/{name}.ipynb" in deps
-        assert not {f"lib/storebench/experiments/{e}.py" for e in EXPERIMENTS} & deps
+    for name in SEED001:
+        deps = stage_deps(measuring_stage(name))
+        assert experiment_files(name) & deps
+        assert not set().union(*(experiment_files(e) for e in EXPERIMENTS)) & deps
     for name in ("scalability", "resources"):
-        assert "reports/dataloaders_best.csv" in stage_deps(name)
+        assert {"reports/dataloaders_best.csv", "results/dataloaders"} & stage_deps(measuring_stage(name))
 
 
 def test_the_index_is_built_from_recorded_findings_not_experiment_code():
     deps = stage_deps("index")
-    assert not [d for d in deps if d.startswith("lib/storebench/experiments")]
+    assert not [d for d in deps if d.startswith("lib/storebench/experiments/") and d != "lib/storebench/experiments/__init__.py"]
     assert {f"reports/{name}.findings.json" for name in [*EXPERIMENTS, *SEED001]} <= deps
 
 
 def test_imports_inside_functions_and_registry_paths_are_followed():
     found = pipeline.imported_modules(
-        "def f():\n    from .timing import measure\nSTORES = {'x': 'storebench.stores.redis:RedisStore'}\n",
+        "def f():\n    from .base import Store\nSTORES = {'x': 'storebench.stores.redis:RedisStore'}\n",
         "storebench.stores.readers")
-    assert {"storebench.core.timing", "storebench.stores.redis"} <= found
+    assert {"storebench.stores.base", "storebench.stores.redis"} <= found

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from storebench.data import corpora, datasets
-from storebench.pipeline.deps import notebooks
+from storebench.pipeline import notebooks
 from storebench.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
@@ -43,7 +43,7 @@ def check_seed001_report(out: Path, name: str) -> pd.DataFrame:
     assert rows.system_version.notna().all() and rows.git_rev.notna().all() and (rows.cpus > 0).all()
     assert (out / f"{name}.png").stat().st_size > 10_000
     recorded = json.loads((out / f"{name}.findings.json").read_text())
-    assert recorded["seed"] == "001" and "paper" in recorded["headline"]
+    assert recorded["paper"] == "ml_storage_study" and "paper" in recorded["headline"]
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page and "seed statement" in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page

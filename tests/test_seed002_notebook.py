@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from storebench.pipeline.deps import notebooks
+from storebench.pipeline import notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
@@ -25,7 +25,7 @@ def test_layouts_notebook_at_smoke_scale(tmp_path):
     counts = pd.read_csv(tmp_path / "layouts_counts.csv")
     assert counts.set_index("query").loc["Q8", "images"] == 181 and counts.seed_mini_images.notna().all()
     recorded = json.loads((tmp_path / "layouts.findings.json").read_text())
-    assert recorded["seed"] == "002" and "L1/L2" in recorded["headline"]
+    assert recorded["paper"] == "layoutbench" and "L1/L2" in recorded["headline"]
     page = (tmp_path / "layouts.html").read_text()
     assert "Finding 1" in page and "Traceback" not in page and "did not finish" in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page

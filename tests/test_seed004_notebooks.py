@@ -6,7 +6,7 @@ import re
 import pandas as pd
 import pytest
 
-from storebench.pipeline.deps import notebooks
+from storebench.pipeline import notebooks
 from storebench.experiments.cassandra_dl import ranks
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
 def check_report(out, name: str) -> None:
     recorded = json.loads((out / f"{name}.findings.json").read_text())
-    assert recorded["seed"] == "004"
+    assert recorded["paper"] == "cassandra_dl"
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page

@@ -13,7 +13,7 @@ import torch  # noqa: E402,F401  (in env/requirements: always there)
 from storebench.core import config  # noqa: E402
 from storebench.data import datasets
 from storebench import loaders
-from storebench.pipeline.deps import notebooks
+from storebench.pipeline import notebooks
 from storebench.data.formats import get_format  # noqa: E402
 from storebench.stores.readers import ObjectReader, VerificationError  # noqa: E402
 from storebench.core.results import ROW_COLUMNS  # noqa: E402

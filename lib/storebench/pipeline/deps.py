@@ -72,13 +72,18 @@ def with_parents(module: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
-def closure(modules: set[str]) -> set[Path]:
-    """Every library file that importing ``modules`` can run."""
+# A report stage runs its notebook with measure=False: the measuring runner, which a notebook can
+# reach (storebench.report.notebook names it for measure=True), is not among its dependencies.
+MEASURING_RUNNER = f"{PACKAGE}.pipeline.run"
+
+
+def closure(modules: set[str], stop: frozenset[str] = frozenset()) -> set[Path]:
+    """Every library file that importing ``modules`` can run (not following into ``stop``)."""
     todo = set().union(*(with_parents(m) for m in modules)) if modules else set()
     seen: set[str] = set()
     while todo:
         module = todo.pop()
-        if module in seen:
+        if module in seen or module in stop:
             continue
         seen.add(module)
         path = module_file(module)
@@ -106,18 +111,33 @@ def command_modules(cmd: str) -> tuple[set[str], list[Path]]:
     match = re.search(rf"-m\s+({PACKAGE}(?:\.\w+)*)", cmd)
     if match:
         modules.add(match.group(1))
+        words = cmd[match.end():].split()
         if match.group(1) == f"{PACKAGE}.pipeline.notebooks":
-            name = cmd[match.end():].split()[0]
-            notebook = ROOT / "notebooks" / f"{name}.ipynb"
+            notebook = ROOT / "notebooks" / f"{words[0]}.ipynb"
             notebooks.append(notebook)
             modules |= imported_modules(notebook_source(notebook))
+        elif match.group(1) == MEASURING_RUNNER and words[:1] == ["measure"]:
+            from storebench.experiments import package
+
+            modules.add(f"{package(words[1])}.measure")  # imported by name at run time
     return modules, notebooks
+
+
+def is_report_stage(cmd: str) -> bool:
+    """A notebook of an experiment on the contract (it has a measure module): it reads recorded
+    tables and starts no server."""
+    match = re.search(rf"-m\s+{PACKAGE}\.pipeline\.notebooks\s+(\w+)", cmd)
+    if not match:
+        return False
+    from storebench.experiments import EXPERIMENTS, package
+
+    return match.group(1) in EXPERIMENTS and module_file(f"{package(match.group(1))}.measure") is not None
 
 
 def library_deps(cmd: str) -> list[str]:
     """The repo-relative library files (and server configs) a stage command depends on."""
     modules, _ = command_modules(cmd)
-    files = closure(modules)
+    files = closure(modules, frozenset({MEASURING_RUNNER}) if is_report_stage(cmd) else frozenset())
     deps = sorted(str(p.relative_to(ROOT)) for p in files)
     if any(f"/{PACKAGE}/services/" in f"/{d}" for d in deps):
         deps.append(SERVER_CONFIGS)
@@ -147,11 +167,19 @@ def notebook_name(stage: dict) -> str | None:
     return match.group(1) if match else None
 
 
+def measured_experiment(stage: dict) -> str | None:
+    """The experiment a stage measures: a measurement stage, or a notebook not yet on the contract."""
+    match = re.search(rf"-m\s+{PACKAGE}\.pipeline\.run\s+measure\s+(\w+)", stage["cmd"])
+    if match:
+        return match.group(1)
+    return None if is_report_stage(stage["cmd"]) else notebook_name(stage)
+
+
 def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] | None:
-    """The params a notebook stage reads (see the module docstring); None for other stages."""
+    """The params a measuring stage reads (see the module docstring); None for other stages."""
     import yaml
 
-    name = notebook_name(stage)
+    name = measured_experiment(stage)
     if name is None:
         return None
     if params_yaml is None or not params_yaml.exists():
@@ -193,7 +221,7 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)  # dvc.yaml's own style
     doc = yaml.load(dvc_yaml.read_text())
-    changed = []
+    changed = split_contract_stages(doc)
     for name, stage in _stages(doc).items():
         old = list(stage.get("deps", []))
         keep = [d for d in old if not is_library_dep(_dep_name(d))]
@@ -208,6 +236,35 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)
     return list(dict.fromkeys(changed))
+
+
+def split_contract_stages(doc) -> list[str]:
+    """Replace the one stage of an experiment now on the contract (it has a measure module) by its
+    measurement stage and its report stage; returns the stages made."""
+    from ruamel.yaml.comments import CommentedMap
+
+    from storebench.experiments import EXPERIMENTS, package
+
+    made = []
+    for name in EXPERIMENTS:
+        old = doc["stages"].get(name)
+        if old is None or module_file(f"{package(name)}.measure") is None:
+            continue
+        data = [d for d in old.get("deps", []) if not is_library_dep(_dep_name(d)) and not _dep_name(d).startswith("notebooks/")]
+        measure = CommentedMap(cmd=f"python -m {MEASURING_RUNNER} measure {name} --scale ${{scale}}", deps=data,
+                               params=list(old.get("params", [])),
+                               outs=[{f"results/{name}": {"cache": False}}, f"results/raw/{name}"])
+        report = CommentedMap(cmd=f"python -m {PACKAGE}.pipeline.notebooks {name}",
+                              deps=[f"notebooks/{name}.ipynb", f"results/{name}"],
+                              outs=[f"reports/notebooks/{name}.ipynb", {f"reports/{name}.html": {"cache": False}},
+                                    {f"reports/{name}.findings.json": {"cache": False}},
+                                    {f"reports/figures/{name}": {"cache": False}}])
+        stages = list(doc["stages"].items())
+        at = [k for k, _ in stages].index(name)
+        stages[at:at + 1] = [(f"measure_{name}", measure), (f"report_{name}", report)]
+        doc["stages"] = CommentedMap(stages)
+        made += [f"measure_{name}", f"report_{name}"]
+    return made
 
 
 def main(argv=None) -> int:

@@ -22,6 +22,7 @@ from storebench.core.experiment import PAPERS, Experiment
 SEED_PAPERS = {"003": "dl_storage_benchmarking", "001": "ml_storage_study", "002": "layoutbench", "004": "cassandra_dl"}
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_COMPARABLE = "holds", "does not hold", "inconclusive", "not comparable"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_COMPARABLE)
+VERDICT_COLOURS = {HOLDS: "#1a7f37", DOES_NOT_HOLD: "#b42318", INCONCLUSIVE: "#9a6700", NOT_COMPARABLE: "#57606a"}
 
 
 @dataclass(frozen=True)
@@ -227,10 +228,12 @@ class Recorded:
 
 def read(path: Path) -> Recorded:
     record = json.loads(Path(path).read_text())
+    if "paper" not in record and record.get("seed") in SEED_PAPERS:  # written before the contract
+        record["paper"] = SEED_PAPERS[record["seed"]]
     if record.get("paper") not in PAPERS:
         raise ValueError(f"{path}: unknown paper {record.get('paper')!r}")
     return Recorded(record["experiment"], record["paper"], record["headline"],
-                    tuple(Metric(**m) for m in record["metrics"]), tuple(Claim(**c) for c in record["claims"]),
+                    tuple(Metric(**m) for m in record["metrics"]), tuple(Claim(**c) for c in record.get("claims", [])),
                     record.get("run") or {})
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 from storebench.core.experiment import PAPERS
 from storebench.core.provenance import git_revision, machine_card
 from storebench.paths import REPORTS_DIR
-from storebench.report.findings import VERDICTS, Metric, Recorded, read_all
-from storebench.report.notebook import VERDICT_COLOURS
+from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Recorded, read_all
 
 STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-height:1.4}
 li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#eee}
@@ -66,10 +65,18 @@ def report_items(reports_dir: Path, recorded: list[Recorded], prefix: str = "") 
         link = f"{prefix}{r.experiment}"
         if not (reports_dir / f"{r.experiment}.html").exists():
             continue
-        figure = (f'<img src="{link}.png" alt="{r.experiment} figure" width="420">'
-                  if (reports_dir / f"{r.experiment}.png").exists() else "")
-        csv = (f' &middot; <a href="{link}.csv">results table (CSV)</a>'
-               if (reports_dir / f"{r.experiment}.csv").exists() else "")
+        figure = ""
+        drawn = sorted((reports_dir / "figures" / r.experiment).glob("*.png"))
+        if drawn:
+            figure = f'<img src="{prefix}figures/{r.experiment}/{drawn[0].name}" alt="{r.experiment} figure" width="420">'
+        elif (reports_dir / f"{r.experiment}.png").exists():
+            figure = f'<img src="{link}.png" alt="{r.experiment} figure" width="420">'
+        recorded_dir = reports_dir.parent / "results" / r.experiment  # an experiment on the contract
+        if (recorded_dir / "manifest.json").exists() and not prefix:
+            csv = f' &middot; <a href="../results/{r.experiment}/">result tables (CSV)</a>'
+        else:
+            csv = (f' &middot; <a href="{link}.csv">results table (CSV)</a>'
+                   if (reports_dir / f"{r.experiment}.csv").exists() else "")
         counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n)
         claims = f" <i>(claims: {counts})</i>" if counts else ""
         items.append(f'<li><h3><a href="{link}.html">{html.escape(r.experiment.replace("_", " "))}</a></h3>'

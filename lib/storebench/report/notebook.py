@@ -17,7 +17,7 @@ from storebench.core.experiment import ResultTables
 from storebench.experiments import experiment
 from storebench.paths import REPORTS_DIR, ROOT
 from storebench.report import findings as recorded_findings
-from storebench.report.findings import Findings
+from storebench.report.findings import VERDICT_COLOURS, Findings
 
 RESULTS_DIR = ROOT / "results"
 MEASURING_RUNNER = "storebench.pipeline.run"  # not followed by storebench.pipeline.deps for report stages
@@ -40,19 +40,16 @@ def publish(name: str, findings: Findings, tables: ResultTables, out_dir: str | 
 
 
 def save_figures(name: str, figures: dict, out_dir: str | None = None) -> list:
-    """Save each figure as ``reports/<name>.png`` (the first) or ``<name>_<key>.png``; returns them as
-    images a notebook displays."""
+    """Save the figures as ``reports/figures/<name>/<i>-<key>.png`` (the index shows the first);
+    returns them as images a notebook displays."""
+    import shutil
+
     from storebench.report import plots
 
-    out = Path(out_dir) if out_dir else REPORTS_DIR
-    paths = []
-    for i, (key, fig) in enumerate(figures.items()):
-        paths.append(plots.save(fig, out / (f"{name}.png" if i == 0 else f"{name}_{key}.png")))
-    return paths
-
-
-VERDICT_COLOURS = {"holds": "#1a7f37", "does not hold": "#b42318", "inconclusive": "#9a6700",
-                   "not comparable": "#57606a"}
+    folder = (Path(out_dir) if out_dir else REPORTS_DIR) / "figures" / name
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return [plots.save(fig, folder / f"{i}-{key}.png") for i, (key, fig) in enumerate(figures.items(), 1)]
 
 
 def answer(name: str, findings: Findings, tables: ResultTables) -> str:
