@@ -16,6 +16,9 @@ def test_a_ratio_carries_its_propagated_ci_and_knows_when_it_is_noise():
     assert Metric("redis", "network share", 0.5, 0.58, 0.0, "%").within_noise
     assert not Metric("ceph", "network share", 0.10, 0.05, 0.0, "%").within_noise
     assert not Metric("x", "space", 1.2, None, 1.0, "x").within_noise  # no CI: shown as measured
+    one_repeat = findings.ratio("x", "c", 2.0, float("nan"), 1.0, 0.1)
+    assert math.isnan(one_repeat.ci95)  # never a CI of zero
+    assert findings.judge("S", "faster", "m", one_repeat.value, one_repeat.ci95, findings.above(1.0)).verdict == "inconclusive"
 
 
 def test_unknown_seed_is_refused(tmp_path):  # experiments not yet on the contract name a seed

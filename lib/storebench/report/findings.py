@@ -53,14 +53,17 @@ class Metric:
 def ratio(system: str, column: str, numerator: float, numerator_ci: float, denominator: float,
           denominator_ci: float) -> Metric:
     """numerator / denominator as a Metric, its CI by first-order error propagation (relative
-    half-widths added in quadrature), as for two independent means."""
+    half-widths added in quadrature), as for two independent means. A mean without a CI (one repeat)
+    gives a ratio without a CI, never a CI of zero."""
     value = numerator / denominator
+    if not (_finite(numerator_ci) and _finite(denominator_ci)):
+        return Metric(system, column, float(value), float("nan"), 1.0, "x")
     relative = math.hypot(_relative(numerator_ci, numerator), _relative(denominator_ci, denominator))
     return Metric(system, column, float(value), float(abs(value) * relative), 1.0, "x")
 
 
 def _relative(ci: float, mean: float) -> float:
-    return 0.0 if ci is None or math.isnan(ci) or mean == 0 else ci / abs(mean)
+    return 0.0 if mean == 0 else ci / abs(mean)
 
 
 # --- the verdict rules -------------------------------------------------------------------------
