@@ -112,9 +112,15 @@ def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert (whole.bytes == whole.needed_bytes).all()
 
 
-def test_breakdown_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    notebooks.run("breakdown", "smoke", out_dir=tmp_path, progress=False)
-    rows = check_report(tmp_path, "breakdown")
+def test_breakdown_at_smoke_scale(prepared_mnist, tmp_path):
+    from storebench.pipeline import notebooks as report_notebooks, run
+
+    recorded = run.measure("breakdown", "smoke", results_root=tmp_path / "results", progress=False)
+    rows = recorded["breakdown"]
+    assert len(rows) and set(ROW_COLUMNS) <= set(rows.columns)
+    assert rows.verified.all() and (rows.seconds > 0).all() and (rows.scale == "smoke").all()
+    assert rows.system_version.notna().all()
+    assert list((tmp_path / "results" / "raw" / "breakdown").glob("*.parquet"))
     config = yaml.safe_load((ROOT / "params.yaml").read_text())
     servers = set(config["presets"]["smoke"]["breakdown"]["systems"])
     placed = rows[rows.network != "local"]
@@ -124,10 +130,21 @@ def test_breakdown_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     shaped = placed[placed.network.isin(profiles)]
     assert (shaped.net_rtt_ms > 0).all() and (shaped.net_throughput_mbit > 0).all()  # measured before use
     assert (placed.groupby(["system", "network"]).repeat.nunique() == config["presets"]["smoke"]["repeats"]).all()
-    page = (tmp_path / "breakdown.html").read_text()
-    assert "rate 1Gbit" in page and "server processing" in page
+    notes = recorded["notes"].note.str.cat(sep="\n")
+    assert "rate 1Gbit" in notes
     assert not [ns for ns in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-                if ns.startswith("sb")], "the notebook left its network namespace behind"
+                if ns.startswith("sb")], "the measurement left its network namespace behind"
+
+    page = report_notebooks.run("breakdown", out_dir=tmp_path, results_dir=tmp_path / "results",
+                                progress=False).read_text()
+    assert "Findings" in page and "Traceback" not in page and "server processing" in page and "rate 1Gbit" in page
+    assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page
+    assert (tmp_path / "breakdown.png").stat().st_size > 10_000
+    recorded_findings = json.loads((tmp_path / "breakdown.findings.json").read_text())
+    assert "paper" in recorded_findings["headline"] and recorded_findings["paper"] == "dl_storage_benchmarking"
+    claims = recorded_findings["claims"]
+    assert len(claims) == 3 and all(c["metric"].startswith("cassandra") for c in claims)
+    assert all(c["verdict"] != "not comparable" for c in claims)
 
 
 def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):

@@ -1,16 +1,13 @@
 """The training loaders against real embedded stores, and the training notebook at smoke scale."""
 import json
-import os
 import zlib
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 import torch  # noqa: E402,F401  (in env/requirements: always there)
 
-from storebench.core import config  # noqa: E402
 from storebench.data import datasets
 from storebench import loaders
 from storebench.pipeline import notebooks
@@ -150,12 +147,17 @@ def test_spawned_workers_read_through_the_opener(synthetic, tmp_path):
     assert torch.cat(labels).tolist() == synthetic.labels[sum(plan, [])].tolist()
 
 
-def test_loader_names_match_the_params_schema():
-    assert tuple(config.TRAINING_LOADERS) == loaders.LOADERS
+def test_loader_names_match_the_settings():
+    from typing import get_args
+
+    from storebench.experiments.dl_storage_benchmarking.training.measure import Settings
+
+    (literal,) = get_args(Settings.model_fields["loaders"].annotation)
+    assert get_args(literal) == loaders.LOADERS
 
 
 def test_train_epoch_measures_wait_compute_and_utilisation(synthetic, tmp_path):
-    from storebench.experiments.dl_storage_benchmarking import training
+    from storebench.experiments.dl_storage_benchmarking.training import measure as training
 
     store, reader = ingest(LocalFSStore, tmp_path / "fs", synthetic)
     plan = loaders.batch_plan(N, N, 50, seed=3)
@@ -173,53 +175,21 @@ def test_train_epoch_measures_wait_compute_and_utilisation(synthetic, tmp_path):
     assert 0.5 < slept.utilisation <= 1  # 20 ms per batch dwarfs reading 50 small files
 
 
-# ------------------------------------------------------------------------------- the notebook
-# The section proposed for params.yaml (used only while params.yaml has none).
-PROPOSED = yaml.safe_load("""
-training:
-  dataset: mnist
-  format: pickle
-  samples_per_object: [1]
-  systems: [localfs, redis]
-  locations: [disk-warm]
-  loaders: [per-sample, batched]
-  batch_sizes: [1, 4, 16, 64, 256]
-  workers: [0, 1, 2]
-  emulated_compute_s: [0]
-  emulated_batch_sizes: [256]
-  learning_rate: 0.001
-  torch_threads: 1
-presets:
-  smoke: {training: {batch_sizes: [16, 256], workers: [0, 1], emulated_compute_s: [0, 0.002],
-                     emulated_batch_sizes: [16]}}
-""")
+# ------------------------------------------------------------------------------- measure and report
+def check_training_results(rows: pd.DataFrame, settings):
+    from storebench.experiments.dl_storage_benchmarking.training.measure import TRAINING_COLUMNS
 
-
-def params_with_training() -> dict:
-    params = config.load_params()
-    if "training" not in params:
-        params["training"] = PROPOSED["training"]
-        for scale, section in PROPOSED["presets"].items():
-            params["presets"][scale].setdefault("training", section["training"])
-    return params
-
-
-def check_training_results(csv, scale: str, params: dict):
-    from storebench.experiments.dl_storage_benchmarking.training import TRAINING_COLUMNS
-
-    rows = pd.read_csv(csv)
-    settings = config.experiment_config("training", scale, params)
     assert set(ROW_COLUMNS + TRAINING_COLUMNS) <= set(rows.columns)
-    assert rows.verified.all() and (rows.scale == scale).all()
-    assert set(rows.system) == set(settings["systems"])
-    assert set(rows.batch_size) == set(settings["batch_sizes"]) and set(rows.workers) == set(settings["workers"])
-    assert set(rows.loader) == set(settings["loaders"])
+    assert rows.verified.all() and (rows.scale == settings.scale).all()
+    assert set(rows.system) == set(settings.systems)
+    assert set(rows.batch_size) == set(settings.batch_sizes) and set(rows.workers) == set(settings.workers)
+    assert set(rows.loader) == set(settings.loaders)
     keys = ["system", "loader", "batch_size", "workers", "emulated_compute_s"]
-    assert (rows.groupby(keys).size() == settings["repeats"]).all()
-    emulated = [c for c in settings["emulated_compute_s"] if c > 0]
-    per_system = len(settings["loaders"]) * len(settings["workers"]) * (
-        len(settings["batch_sizes"]) + len(emulated) * len(settings.get("emulated_batch_sizes", [1])))
-    assert rows.groupby("system").size().eq(per_system * settings["repeats"]).all()
+    assert (rows.groupby(keys).size() == settings.repeats).all()
+    emulated = [c for c in settings.emulated_compute_s if c > 0]
+    per_system = len(settings.loaders) * len(settings.workers) * (
+        len(settings.batch_sizes) + len(emulated) * len(settings.emulated_batch_sizes or [1]))
+    assert rows.groupby("system").size().eq(per_system * settings.repeats).all()
     assert set(rows.emulated_compute_s) == {0, *emulated}
     assert (rows.epoch_seconds > 0).all()
     assert (rows.data_wait_seconds + rows.compute_seconds <= rows.epoch_seconds).all()
@@ -230,24 +200,52 @@ def check_training_results(csv, scale: str, params: dict):
     per_sample = rows[rows.loader == "per-sample"]
     assert (per_sample.n_requests == per_sample.n_samples).all()
     assert set(rows[rows.system == "redis"].location) == {"memory"}
+    assert set(rows[rows.system == "redis"].has_server) == {True} and set(rows[rows.system == "localfs"].has_server) == {False}
 
 
 @pytest.mark.slow
 @pytest.mark.server
-def test_training_notebook_at_smoke_scale(prepared_mnist, servers, tmp_path, monkeypatch):
+def test_training_at_smoke_scale(prepared_mnist, servers, tmp_path, monkeypatch):
+    from storebench.pipeline import run
+
     monkeypatch.setenv("STOREBENCH_WORK", str(tmp_path / "work"))  # stores of this test only
     monkeypatch.setenv("STOREBENCH_MEMORY_DIR", str(tmp_path / "shm"))
-    redis = servers.get("redis", "memory")  # the session's server: the notebook uses it as an endpoint
-    params = params_with_training()
-    params_file = tmp_path / "params.yaml"
-    params_file.write_text(yaml.safe_dump(params, sort_keys=False))
-    html = notebooks.run("training", "smoke", out_dir=tmp_path, progress=False, parameters={
-        "params_file": str(params_file), "overrides": {"endpoints": {"redis": redis.endpoint()["url"]}}})
-    check_training_results(tmp_path / "training.csv", "smoke", params)
+    redis = servers.get("redis", "memory")  # the session's server, as an endpoint
+    overrides = {"endpoints": {"redis": redis.endpoint()["url"]}}
+    recorded = run.measure("training", "smoke", results_root=tmp_path / "results", overrides=overrides,
+                           progress=False)
+    settings = run.settings("training", "smoke", overrides=overrides)
+    rows = recorded["training"]
+    check_training_results(rows, settings)
+    assert len(list((tmp_path / "results" / "raw" / "training").glob("*.parquet"))) == rows.run_id.nunique()
+
+    html = notebooks.run("training", out_dir=tmp_path, results_dir=tmp_path / "results", progress=False)
     page = html.read_text()
     assert "Findings" in page and "Traceback" not in page and "1.2-3.4x" in page
     assert (tmp_path / "training.png").stat().st_size > 10_000
-    assert "paper: 1.2-3.4x" in json.loads((tmp_path / "training.findings.json").read_text())["headline"]
-    assert len(list((tmp_path / "raw" / "training").glob("*.parquet"))) == len(pd.read_csv(tmp_path / "training.csv")
-                                                                             .drop_duplicates("run_id"))
-    assert os.listdir(tmp_path / "work" / "stores")  # the notebook's kernel used this test's directories
+    recorded_findings = json.loads((tmp_path / "training.findings.json").read_text())
+    assert "paper: 1.2-3.4x" in recorded_findings["headline"]
+    assert {c["statement"][:20] for c in recorded_findings["claims"]} >= {"At batch sizes 1 and", "As the batch grows, "}
+
+
+def epochs(system, loader, batch, workers, seconds, repeats=3, compute=0.0):
+    return [dict(system=system, location="disk-warm", samples_per_object=1, loader=loader, batch_size=batch,
+                 workers=workers, emulated_compute_s=compute, epoch_seconds=s, data_wait_seconds=s / 2,
+                 compute_seconds=s / 3, utilisation=0.5, final_loss=1.0, system_version="v",
+                 has_server=system != "localfs") for s in np.linspace(seconds * 0.99, seconds * 1.01, repeats)]
+
+
+def test_analyse_judges_the_papers_statements():
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.training import analysis
+
+    rows = []
+    for loader in ("per-sample", "batched"):
+        for workers, speed in ((0, 1.0), (2, 0.5)):
+            for batch, local, remote in ((1, 10.0, 10.5), (256, 1.0, 2.0)):
+                rows += epochs("localfs", loader, batch, workers, local * speed)
+                rows += epochs("redis", loader, batch, workers, remote * speed * (0.5 if loader == "batched" else 1))
+    findings = analysis.analyse(ResultTables({"training": pd.DataFrame(rows)}, {}))
+    verdicts = [c.verdict for c in findings.claims]
+    assert verdicts == ["holds", "holds", "holds", "holds"], findings.claims
+    assert "paper: 1.2-3.4x" in findings.headline and len(findings.metrics) == 4
