@@ -9,8 +9,9 @@ import pandas as pd
 import pytest
 
 from storebench.data import imagenet
-from storebench.core.config import ParamsError, experiment_config
-from storebench.experiments.layoutbench import layouts as lb
+from storebench.core.settings import ParamsError
+from storebench.experiments.layoutbench.layouts import measure as lb
+from storebench.pipeline import run
 from storebench.layouts import LAYOUTS, S3Place, get_layout
 from storebench.layouts.tarshards import coalesce
 from storebench.layouts.queries import FOOTPRINT, QUERIES, get_queries
@@ -143,13 +144,13 @@ def test_unknown_names_list_the_valid_ones():
         imagenet.tier_copies("huge")
     for key, bad in (("layouts", ["L1-objects", "L9"]), ("tier", "full"), ("queries", ["Q0x"]),
                      ("net_profiles", ["moon"])):
-        with pytest.raises(ParamsError, match=rf"override {key} has unknown value.*valid: "):
-            experiment_config("layouts", "small", overrides={key: bad}, schema=lb.SCHEMA)
+        with pytest.raises(ParamsError, match=rf"override {key}.*unknown .*valid: "):
+            run.settings("layouts", "small", overrides={key: bad})
 
 
 def test_what_this_machine_cannot_provide_is_not_measured(tier):
     meta, _ = tier
-    config = experiment_config("layouts", "small", schema=lb.SCHEMA)
+    config = run.settings("layouts", "small").as_dict()
     result = lb.LayoutRun(config)
     sweeps = lb._sweeps(config, meta, result, has_hop=False, cgroups="no memory controller")
     assert sweeps == []  # every profile of the small preset has a link rate

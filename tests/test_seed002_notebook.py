@@ -1,31 +1,35 @@
-"""Seed 002's notebook as a user runs it: papermill at smoke scale, real MinIO in a namespace,
-Toxiproxy, memory cgroups; the report holds verified rows, the seed's numbers and the findings."""
+"""Seed 002's experiment as the pipeline runs it: the measurement at smoke scale (real MinIO in a namespace,
+Toxiproxy, memory cgroups), then the report notebook on the recorded tables; the report holds verified rows,
+the seed's numbers and the findings with their claims."""
 import json
 import re
 
-import pandas as pd
 import pytest
 
-from storebench.pipeline import notebooks
+from storebench.pipeline import notebooks, run
+from storebench.report.findings import VERDICTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
 
-def test_layouts_notebook_at_smoke_scale(tmp_path):
-    notebooks.run("layouts", "smoke", out_dir=tmp_path, progress=False)
-    rows = pd.read_csv(tmp_path / "layouts.csv")
+def test_layouts_at_smoke_scale(tmp_path):
+    results = tmp_path / "results"
+    tables = run.measure("layouts", "smoke", results_root=results, progress=False)
+    rows = tables["layouts"]
     assert set(rows.layout) == {"L1-objects", "L2-tar", "L3-parquet", "L4-lance"} and (rows.scale == "smoke").all()
     ok = rows[rows.status == "ok"]
     assert len(ok) and (ok.seconds > 0).all() and (ok.bytes_down >= ok.image_bytes).all()
     assert rows.net_rtt_ms.min() > 10  # the profile's 20 ms reached the client, measured before use
     assert set(rows.memory_tier) == {"unlimited", "4 GiB"} and (rows.status[rows.memory_tier == "unlimited"] == "ok").all()
     assert rows.git_rev.notna().all() and rows.server_version.notna().all()
-    written = pd.read_csv(tmp_path / "layouts_write.csv")
+    written = tables["layouts_write"]
     assert len(written) == 4 and (written.stored_bytes > 0.95 * 109_576_417).all()
-    counts = pd.read_csv(tmp_path / "layouts_counts.csv")
+    counts = tables["layouts_counts"]
     assert counts.set_index("query").loc["Q8", "images"] == 181 and counts.seed_mini_images.notna().all()
+    notebooks.run("layouts", out_dir=tmp_path, results_dir=results, progress=False)
     recorded = json.loads((tmp_path / "layouts.findings.json").read_text())
     assert recorded["paper"] == "layoutbench" and "L1/L2" in recorded["headline"]
+    assert recorded["claims"] and all(c["verdict"] in VERDICTS for c in recorded["claims"])
     page = (tmp_path / "layouts.html").read_text()
     assert "Finding 1" in page and "Traceback" not in page and "did not finish" in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page

@@ -24,9 +24,15 @@ import pandas as pd
 
 from storebench.stores import cassandra_model as cm
 from storebench.data import imagesets
-from storebench.experiments.cassandra_dl import published as paper004, ranks
+from storebench.experiments.cassandra_dl import ranks
 from storebench.data import splits as sp
-from storebench.core.config import choices, positive
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field
+
+from storebench.core.experiment import ResultsDir
+from storebench.core.settings import NonNegativeFloat, PositiveInt, Settings as Base
+from storebench.experiments.common import Skipped, record_skipped
 from storebench.loaders.prefetch import CassandraBlobs, Catalog, LoaderError, PrefetchLoader
 from storebench.paths import scratch_dir
 from storebench.core.results import machine
@@ -34,28 +40,34 @@ from storebench.experiments.cassandra_dl.ring import FIRST, SECOND, Ring
 from storebench.stores.base import package_version
 
 EXPERIMENT = "cassandra_scale"
-SEED = "004"
 KEYSPACE = "seed004_scale"
 
-SCHEMA = {
-    "encoding": (str, choices(imagesets.ENCODINGS)),
-    "images": (int, positive),
-    "originals": (int, positive),
-    "in_flight": (int, positive),
-    "depth": (int, positive),
-    "batch_size": (int, positive),
-    "replication_factor": (int, lambda v: None if v in (1, 2) else "must be 1 or 2 (a ring of two nodes)"),
-    "consistency": (str, choices({"ONE", "QUORUM", "ALL"})),
-    "ring": (bool, None),
-    "ring_loaders": (int, positive),
-    "ring_phases_s": (dict, lambda v: None if set(v) == {"before", "joined", "after"} and all(
-        isinstance(x, (int, float)) and x >= 0 for x in v.values()) else "must map before, joined, after to seconds"),
-    "ranks": (list[int], lambda v: None if all(r >= 1 for r in v) else "values must be >= 1"),
-    "train_share": (float, lambda v: None if 0 < v < 1 else "must be in (0, 1)"),
-    "train_seconds_per_batch": (float, lambda v: None if v >= 0 else "must be >= 0"),
-    "val_seconds_per_batch": (float, lambda v: None if v >= 0 else "must be >= 0"),
-    "gradient_elements": (int, positive),
-}
+
+
+def _phases(value: dict) -> dict:
+    if set(value) != {"before", "joined", "after"} or not all(
+            isinstance(x, (int, float)) and x >= 0 for x in value.values()):
+        raise ValueError("must map before, joined, after to seconds >= 0")
+    return value
+
+
+class Settings(Base):
+    encoding: Literal[imagesets.ENCODINGS]
+    images: PositiveInt
+    originals: PositiveInt
+    in_flight: PositiveInt
+    depth: PositiveInt
+    batch_size: PositiveInt
+    replication_factor: Literal[1, 2] = Field(description="1 or 2 (a ring of two nodes)")
+    consistency: Literal["ONE", "QUORUM", "ALL"]
+    ring: bool
+    ring_loaders: PositiveInt
+    ring_phases_s: Annotated[dict[str, float], AfterValidator(_phases)]
+    ranks: list[PositiveInt] = Field(min_length=1)
+    train_share: Annotated[float, Field(gt=0, lt=1)]
+    train_seconds_per_batch: NonNegativeFloat
+    val_seconds_per_batch: NonNegativeFloat
+    gradient_elements: PositiveInt
 
 
 @dataclass
@@ -66,11 +78,13 @@ class ScaleRun:
     failures: list[dict] = field(default_factory=list)
     ranks: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
+    skipped: list = field(default_factory=list)
 
-    def save(self, out_dir: Path) -> None:
+    def save(self, out: ResultsDir) -> None:
         for frame, name in ((self.timeline, f"{EXPERIMENT}_timeline"), (self.events, f"{EXPERIMENT}_events"),
                             (self.ranks, f"{EXPERIMENT}_ranks"), (pd.DataFrame(self.failures), f"{EXPERIMENT}_failures")):
-            frame.assign(**machine(), scale=self.config["scale"]).to_csv(Path(out_dir) / f"{name}.csv", index=False)
+            out.write(name, frame.assign(**machine(), scale=self.config["scale"]))
+        record_skipped(self, out)
 
 
 # ------------------------------------------------------------------ loaders that keep reading
@@ -159,32 +173,6 @@ def ring_under_load(ring: Ring, images: imagesets.ImageSet, config: dict, result
                         f"{config['consistency']}, {config['ring_loaders']} loaders; nodes {FIRST} and {SECOND}")
 
 
-def ring_summary(timeline: pd.DataFrame, events: pd.DataFrame, failures: list) -> dict:
-    """Baseline (median img/s before the join), the lowest second during join and leave relative
-    to it, and seconds after each event until the rate is back to 90% of the baseline."""
-    at = dict(zip(events.event, events.t_s))
-    rate = timeline.set_index("t_s").images
-    baseline = float(rate[(rate.index >= 1) & (rate.index < at["join starts"])].median())
-
-    def dip(start, end):
-        window = rate[(rate.index >= int(start)) & (rate.index <= int(end))]
-        return float(window.min() / baseline) if len(window) and baseline else float("nan")
-
-    def recovery(after):
-        later = rate[rate.index > after]
-        back = later[later >= 0.9 * baseline]
-        return float(back.index[0] - after) if len(back) else float("nan")
-
-    return {"baseline_images_per_s": baseline,
-            "join_seconds": at["join done (both Up/Normal)"] - at["join starts"],
-            "leave_seconds": at["leave done"] - at["leave starts"],
-            "lowest_during_join": dip(at["join starts"], at["join done (both Up/Normal)"]),
-            "lowest_during_leave": dip(at["leave starts"], at["leave done"]),
-            "recovery_after_join_s": recovery(at["join done (both Up/Normal)"]),
-            "recovery_after_leave_s": recovery(at["leave done"]),
-            "failed_batches": len(failures), "wrong_blobs": 0}
-
-
 # ------------------------------------------------------------------ data-parallel ranks
 def data_parallel(endpoint: dict, config: dict, work: Path) -> list[dict]:
     out = []
@@ -214,7 +202,13 @@ def data_parallel(endpoint: dict, config: dict, work: Path) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the run
-def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> ScaleRun:
+def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
+    """The ring under load (where ``ring``) and the data-parallel ranks, into ``out``."""
+    run(settings, out, progress)
+
+
+def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True) -> ScaleRun:
+    config = settings.as_dict()
     result = ScaleRun(config)
     work = scratch_dir(EXPERIMENT)
     images = imagesets.image_set(config["images"], config["encoding"], config["seed"], config["originals"])
@@ -227,94 +221,13 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Sca
         if config["ring"]:
             ring_under_load(ring, images, config, result)
         else:
-            result.notes.append("ring: not run at this scale (ring: false); `-p overrides '{ring: true}'` runs it")
+            result.skipped.append(Skipped("cassandra", "disk", "ring join/leave under load",
+                                          "not run at this scale (ring: false); overrides={'ring': True} runs it"))
+            result.notes.append("ring: not run at this scale (ring: false)")
         rows = data_parallel(endpoint, config, work)
     result.ranks = pd.DataFrame(rows).assign(system="cassandra", system_version=version,
                                              client_version=package_version("cassandra-driver"),
                                              torch_version=package_version("torch"))
-    if out_dir is not None:
-        result.save(out_dir)
+    if out is not None:
+        result.save(out)
     return result
-
-
-def tables_3_4(ranks_frame: pd.DataFrame, encoding: str) -> pd.DataFrame:
-    """Ours (ranks on one node) beside the seed's rows of the same total rank count."""
-    seed = (paper004.TABLE3 if encoding == "jpeg" else paper004.TABLE4).assign(
-        ranks=lambda f: f.nodes * f.ranks_per_node)
-    seed = seed.groupby("ranks").first().reset_index()
-    ours = ranks_frame.pivot_table(index="ranks", columns="phase", values=["images_per_s", "mb_per_s"])
-    ours.columns = [f"{phase}_{what}" for what, phase in ours.columns]
-    return ours.reset_index().merge(seed[["ranks", "nodes", "ranks_per_node", "train_images_per_s",
-                                          "val_images_per_s"]].rename(columns={"train_images_per_s": "seed_train_images_per_s",
-                                                                               "val_images_per_s": "seed_val_images_per_s"}),
-                                    on="ranks", how="left")
-
-
-def findings(result: ScaleRun, config: dict):
-    from storebench.report.findings import Findings
-
-    lines, headline = [], []
-    if not result.timeline.empty:
-        s = ring_summary(result.timeline, result.events, result.failures)
-        lines.append(f"- **Ring scale-up/down under load** (RF {config['replication_factor']}, CL "
-                     f"{config['consistency']}, {config['ring_loaders']} loaders): baseline "
-                     f"{s['baseline_images_per_s']:,.0f} img/s; the join took {s['join_seconds']:.0f} s, the lowest second "
-                     f"during it {s['lowest_during_join']:.0%} of the baseline, back to 90% {s['recovery_after_join_s']:.0f} s "
-                     f"after; the leave took {s['leave_seconds']:.0f} s (lowest {s['lowest_during_leave']:.0%}, back "
-                     f"{s['recovery_after_leave_s']:.0f} s after). Failed batches: {s['failed_batches']}; wrong blobs: 0 "
-                     f"(every blob checked). Seed: {paper004.FINDINGS['scale']}: "
-                     f"{'**holds**' if s['failed_batches'] == 0 else '**does not hold**'} (no failed request), "
-                     "throughput dips while data streams on this shared 2-core machine.")
-        headline.append(f"ring join/leave under load with {s['failed_batches']} failed batches")
-    else:
-        lines.append("- **Ring scale-up/down**: not run at this scale (see the note above).")
-    if not result.ranks.empty:
-        val = result.ranks[result.ranks.phase == "val"].set_index("ranks").images_per_s
-        train = result.ranks[result.ranks.phase == "train"].set_index("ranks").images_per_s
-        if len(val) > 1:
-            lo, hi = val.index.min(), val.index.max()
-            scale_val, scale_train = val[hi] / val[lo], train[hi] / train[lo]
-            lines.append(f"- **Data-parallel ranks** ({lo} -> {hi} ranks on this machine): validation "
-                         f"{val[lo]:,.0f} -> {val[hi]:,.0f} img/s ({scale_val:.2f}x for {hi / lo:.0f}x ranks), training "
-                         f"{train[lo]:,.0f} -> {train[hi]:,.0f} img/s ({scale_train:.2f}x; a "
-                         f"{config['gradient_elements'] * 4 / 1e6:.0f} MB all-reduce per step). Seed: "
-                         f"{paper004.FINDINGS['training']}: validation scaling "
-                         f"{'**holds**' if scale_val >= 0.8 * hi / lo else '**does not hold**'} here (>= 80% of linear).")
-            headline.append(f"validation {scale_val:.2f}x with {hi // lo}x ranks")
-        else:
-            lines.append(f"- **Data-parallel ranks**: {int(val.index[0])} rank(s) only: validation {val.iloc[0]:,.0f} img/s, "
-                         f"training {train.iloc[0]:,.0f} img/s.")
-    return Findings("Cassandra at scale: " + ("; ".join(headline) or "see report"), "\n".join(lines))
-
-
-def figure(result: ScaleRun, config: dict):
-    """The throughput timeline with the join and leave marked, and images/s vs ranks (ours, the seed's)."""
-    import matplotlib.pyplot as plt
-
-    from storebench.report import plots
-
-    fig, axes = plt.subplots(1, 2, figsize=(15, 4.6))
-    if not result.timeline.empty:
-        axes[0].plot(result.timeline.t_s, result.timeline.images, drawstyle="steps-post", label="images / s")
-        for event in result.events.itertuples():
-            axes[0].axvline(event.t_s, color="0.4", linestyle=":", linewidth=1)
-            axes[0].text(event.t_s, axes[0].get_ylim()[1] * 0.95, event.event, rotation=90, fontsize=7, va="top")
-        for failure in result.failures:
-            axes[0].axvline(failure["t_s"], color="red", linewidth=1)
-        axes[0].set(title=f"reads while a node joins and leaves (RF {config['replication_factor']})",
-                    xlabel="seconds", ylabel="images / s (all loaders)")
-    else:
-        axes[0].text(0.5, 0.5, "ring not run at this scale", ha="center", transform=axes[0].transAxes)
-    if not result.ranks.empty:
-        for phase, g in result.ranks.groupby("phase"):
-            axes[1].plot(g.ranks, g.images_per_s, marker="o", label=f"ours, {phase}")
-        seed = (paper004.TABLE3 if config["encoding"] == "jpeg" else paper004.TABLE4).assign(
-            ranks=lambda f: f.nodes * f.ranks_per_node).groupby("ranks").first().reset_index()
-        seed = seed[seed.ranks <= max(4, result.ranks.ranks.max())]
-        axes[1].plot(seed.ranks, seed.train_images_per_s, **plots.REFERENCE_STYLE, label="paper: train")
-        axes[1].plot(seed.ranks, seed.val_images_per_s, **{**plots.REFERENCE_STYLE, "marker": "+"}, label="paper: validation")
-        axes[1].set(title="data-parallel ranks (torchrun, gloo)", xlabel="ranks", ylabel="images / s")
-        axes[1].legend(fontsize=8)
-    plots.footnote(fig, f"Ours: one 2-core VM (both nodes, loaders and ranks share it). Seed: {paper004.MACHINE}.")
-    fig.tight_layout()
-    return fig

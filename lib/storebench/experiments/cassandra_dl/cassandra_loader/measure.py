@@ -17,7 +17,6 @@ Sec 5.2's "how many GPUs does a loader feed").
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -32,9 +31,13 @@ import psutil
 
 from storebench.stores import cassandra_model as cm
 from storebench.data import imagesets
-from storebench.experiments.cassandra_dl import published as paper004
 from storebench.data import splits as sp
-from storebench.core.config import choices, positive
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from storebench.core.experiment import ResultsDir
+from storebench.core.settings import PositiveFloat, PositiveInt, Settings as Base, StoreName
 from storebench.loaders.opener import StoreOpener
 from storebench.loaders.prefetch import CassandraBlobs, Catalog, PrefetchLoader, StoreBlobs
 from storebench.paths import scratch_dir
@@ -44,38 +47,32 @@ from storebench.stores import STORES, get_store_class
 from storebench.stores.base import package_version
 from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci
-from storebench.experiments.common import Skipped
+from storebench.experiments.common import Skipped, record_skipped
 
 EXPERIMENT = "cassandra_loader"
-SEED = "004"
 LOCATION = "disk-warm"
 CASSANDRA = "cassandra"  # the seed's loader: async single-partition reads of data_by_uuid
 
 
-def _fraction(v):
-    return None if 0 < v <= 1 else "must be in (0, 1]"
-
-
-SCHEMA = {
-    "encodings": (list[str], choices(imagesets.ENCODINGS)),
-    "images": (int, positive),
-    "originals": (int, positive),
-    "systems": (list[str], choices(STORES)),
-    "batch_sizes": (list[int], lambda v: None if all(b >= 1 for b in v) else "values must be >= 1"),
-    "in_flight": (int, positive),
-    "depth": (int, positive),
-    "passes": (int, positive),
-    "replication_factor": (int, positive),
-    "consistency": (str, choices({"ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"})),
-    "latency_loaders": (list[int], lambda v: None if all(k >= 1 for k in v) else "values must be >= 1"),
-    "latency_batch": (int, positive),
-    "latency_seconds": (float, lambda v: None if v > 0 else "must be > 0"),
-    "accelerator_images_per_s": (float, lambda v: None if v > 0 else "must be > 0"),
-    "utilisation": (float, _fraction),
-    "feed_batch": (int, positive),
-    "feed_seconds": (float, lambda v: None if v > 0 else "must be > 0"),
-    "feed_systems": (list[str], choices(STORES)),
-}
+class Settings(Base):
+    encodings: list[Literal[imagesets.ENCODINGS]] = Field(min_length=1)
+    images: PositiveInt
+    originals: PositiveInt
+    systems: list[StoreName] = Field(min_length=1)
+    batch_sizes: list[PositiveInt] = Field(min_length=1)
+    in_flight: PositiveInt
+    depth: PositiveInt
+    passes: PositiveInt
+    replication_factor: PositiveInt
+    consistency: Literal["ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"]
+    latency_loaders: list[PositiveInt]
+    latency_batch: PositiveInt
+    latency_seconds: PositiveFloat
+    accelerator_images_per_s: PositiveFloat
+    utilisation: Annotated[float, Field(gt=0, le=1)]
+    feed_batch: PositiveInt
+    feed_seconds: PositiveFloat
+    feed_systems: list[StoreName]
 
 
 @dataclass
@@ -88,10 +85,11 @@ class LoaderRun:
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
-    def save(self, out_dir: Path) -> None:
+    def save(self, out: ResultsDir) -> None:
         for frame, name in ((self.batches, EXPERIMENT), (self.latency, f"{EXPERIMENT}_latency"),
                             (self.feeds, f"{EXPERIMENT}_feeds"), (self.ingest, f"{EXPERIMENT}_ingest")):
-            frame.to_csv(Path(out_dir) / f"{name}.csv", index=False)
+            out.write(name, frame)
+        record_skipped(self, out)
 
 
 # ------------------------------------------------------------------ sources: the same samples everywhere
@@ -308,11 +306,16 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
             for r in rows]
 
 
-def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> LoaderRun:
+def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
+    """Table 1 (every system), Table 2 (Cassandra) and the accelerators fed, into ``out``."""
+    run(settings, out, progress)
+
+
+def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True) -> LoaderRun:
+    config = {**settings.as_dict(), "progress": progress}
     result = LoaderRun(config)
     work = scratch_dir(EXPERIMENT)
     batches, latency, feeds = [], [], []
-    config = {**config, "progress": progress}
     sets = {e: imagesets.image_set(config["images"], e, config["seed"], config["originals"]) for e in config["encodings"]}
     result.notes += [images.describe() for images in sets.values()]
     with ServicePool(config["endpoints"]) as services:
@@ -323,8 +326,8 @@ def run(config: dict, out_dir: Path | None = None, progress: bool = True) -> Loa
     result.batches, result.latency, result.feeds = (pd.DataFrame(rows).assign(**provenance)
                                                     for rows in (batches, latency, feeds))
     result.ingest = result.ingest.assign(**provenance)
-    if out_dir is not None:
-        result.save(out_dir)
+    if out is not None:
+        result.save(out)
     return result
 
 
@@ -334,126 +337,3 @@ def _system_version(system: str, services: ServicePool) -> str:
         return package_version(cls.client_package)
     _, service = services.endpoint(cls.service, location_of(system))
     return service.version() if service is not None else "external"
-
-
-# ------------------------------------------------------------------ analysis
-def table1(batches: pd.DataFrame) -> pd.DataFrame:
-    """Per system, encoding and batch size: ms per batch (mean +- CI over the passes' means), images/s,
-    MB/s, CPU%; the seed's Table 1 beside (Cassandra)."""
-    rows = []
-    for (system, encoding, b), g in batches.groupby(["system", "encoding", "batch_size"], sort=False):
-        ms, ms_ci, _ = mean_ci(g.ms_per_batch)
-        rate, rate_ci, _ = mean_ci(g.images_per_s)
-        rows.append({"system": system, "encoding": encoding, "batch_size": b, "kb_per_image": g.bytes.sum()
-                     / g.images.sum() / 1e3, "ms_per_batch": ms, "ms_ci": ms_ci, "images_per_s": rate,
-                     "images_per_s_ci": rate_ci, "mb_per_s": g.mb_per_s.mean(), "cpu_percent": g.cpu_percent.mean(),
-                     "images_per_s_per_core": rate / max(g.cpu_percent.mean() / 100, 1e-9)})
-    ours = pd.DataFrame(rows)
-    seed = paper004.TABLE1.assign(encoding=paper004.TABLE1.image_kb.map({20: "jpeg", 150: "raw"}))
-    seed = seed.rename(columns={"ms_per_batch": "seed_ms_per_batch", "images_per_s": "seed_images_per_s",
-                                "mb_per_s": "seed_mb_per_s"})[["encoding", "batch_size", "seed_ms_per_batch",
-                                                              "seed_images_per_s", "seed_mb_per_s"]]
-    return ours.merge(seed, on=["encoding", "batch_size"], how="left")
-
-
-def table2(latency: pd.DataFrame) -> pd.DataFrame:
-    """Ours beside the seed's Table 2 (its 1 and 16 loaders; ours: 1 and the most we ran)."""
-    seed = paper004.TABLE2.rename(columns={c: f"seed_{c}" for c in ("mb_per_s", "p50", "p75", "p95", "p98", "p99")})
-    seed = seed.assign(load=seed.loaders.map({1: "one loader", 16: "many loaders"}))
-    ours = latency.assign(load=np.where(latency.loaders == 1, "one loader", "many loaders"))
-    cols = ["encoding", "loaders", "mb_per_s", "images_per_s", "p50", "p75", "p95", "p98", "p99"]
-    return ours[[*cols, "load"]].merge(seed.drop(columns="loaders"), on=["encoding", "load"], how="left")
-
-
-def fed(feeds: pd.DataFrame) -> pd.DataFrame:
-    """Per system and encoding: the largest count of emulated accelerators kept >= the utilisation
-    threshold, the count the rate predicted, and the seed's answer (50-90 JPEG, 19-24 TIFF)."""
-    if feeds.empty:
-        return feeds
-    out = feeds.groupby(["system", "encoding"], sort=False).agg(
-        accelerators_fed=("largest_held", "first"), predicted=("predicted_from_rate", "first"),
-        probes=("accelerators", lambda c: ", ".join(map(str, sorted(c))))).reset_index()
-    return out.assign(seed=out.encoding.map({"jpeg": "50-90 GPUs", "raw": "19-24 GPUs"}))
-
-
-def findings(batches: pd.DataFrame, latency: pd.DataFrame, feeds: pd.DataFrame, config: dict):
-    from storebench.report.findings import Findings
-
-    t1 = table1(batches)
-    cass = t1[t1.system == CASSANDRA]
-    lines = [f"Machine: this {os.cpu_count()}-core VM, Cassandra and the loader on the same cores; the seed: "
-             f"{paper004.MACHINE}.", ""]
-    headline = []
-    for encoding, g in cass.groupby("encoding", sort=False):
-        best = g.loc[g.images_per_s.idxmax()]
-        seed = paper004.TABLE1[paper004.TABLE1.image_kb == (20 if encoding == "jpeg" else 150)]
-        seed_best = seed.loc[seed.images_per_s.idxmax()]
-        lines.append(f"- **Table 1, {encoding}**: our Cassandra loader peaks at {best.images_per_s:,.0f} img/s "
-                     f"({best.mb_per_s:.0f} MB/s) at batch {best.batch_size}; the seed's at "
-                     f"{seed_best.images_per_s:,.0f} img/s at batch {int(seed_best.batch_size)} "
-                     f"(ratio {best.images_per_s / seed_best.images_per_s:.2f}x). Peak at "
-                     f"{'the same' if best.batch_size == seed_best.batch_size else 'a different'} batch size.")
-        headline.append(f"{encoding} {best.images_per_s:,.0f} img/s (seed {seed_best.images_per_s:,.0f})")
-    jpeg = cass[cass.encoding == "jpeg"]
-    if len(jpeg):
-        top = jpeg.loc[jpeg.images_per_s.idxmax()]
-        seed_per_core = paper004.PEAK_IMAGES_PER_S / (paper004.PEAK_CPU_PERCENT / 100)
-        lines.append(f"- **Images/s per client core** (JPEG, best batch): ours {top.images_per_s_per_core:,.0f} "
-                     f"(at {top.cpu_percent:.0f}% CPU of the loader process), the seed's {seed_per_core:,.0f} "
-                     f"({paper004.PEAK_IMAGES_PER_S:,} img/s at ~{paper004.PEAK_CPU_PERCENT:,}%).")
-    others = t1[t1.system != CASSANDRA]
-    if len(others) and len(cass):
-        best_by = t1.groupby(["system", "encoding"]).images_per_s.max().unstack()
-        lines.append("- **Every system, same loader** (best img/s over batch sizes): "
-                     + "; ".join(f"{s}: " + ", ".join(f"{e} {v:,.0f}" for e, v in row.items())
-                                 for s, row in best_by.iterrows()) + ".")
-    if len(latency):
-        for encoding, g in latency.groupby("encoding", sort=False):
-            one, many = g[g.loaders == g.loaders.min()].iloc[0], g[g.loaders == g.loaders.max()].iloc[0]
-            holds = many.p95 <= 1.5 * one.p95 and many.p99 >= one.p99
-            lines.append(f"- **Table 2, {encoding}**: {int(one.loaders)} loader {one.mb_per_s:.0f} MB/s, p95 "
-                         f"{one.p95:.0f} us, p99 {one.p99:.0f} us; {int(many.loaders)} loaders {many.mb_per_s:.0f} "
-                         f"MB/s, p95 {many.p95:.0f} us, p99 {many.p99:.0f} us. Seed: {paper004.FINDINGS['table2']}: "
-                         f"{'**holds**' if holds else '**does not hold**'} (p95 within 1.5x and p99 growing).")
-    answer = fed(feeds)
-    if len(answer):
-        lines.append("- **Accelerators fed** at >= {:.0%} utilisation ({:.0f} img/s each, batch {}): ".format(
-            config["utilisation"], config["accelerator_images_per_s"], config["feed_batch"])
-            + "; ".join(f"{r.system} {r.encoding}: {r.accelerators_fed} (rate predicted {r.predicted:.1f}; probes "
-                        f"{r.probes})" for r in answer.itertuples())
-            + f". Seed: {paper004.FINDINGS['feeds']} (computed, not run).")
-    return Findings("Cassandra loader: " + "; ".join(headline), "\n".join(lines))
-
-
-def figure(batches: pd.DataFrame, latency: pd.DataFrame):
-    """Fig 2 (MB/s vs batch size per encoding, ours per system and the seed's Cassandra) and Table 2's percentiles."""
-    import matplotlib.pyplot as plt
-
-    from storebench.report import plots
-
-    t1 = table1(batches)
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
-    colors = plots.palette(sorted(t1.system.unique()))
-    for ax, encoding in zip(axes[:2], ("jpeg", "raw")):
-        part = t1[t1.encoding == encoding]
-        for system, g in part.groupby("system"):
-            ax.errorbar(g.batch_size, g.images_per_s, yerr=g.images_per_s_ci.fillna(0), marker="o", capsize=3,
-                        label=system, color=colors[system])
-        seed = paper004.TABLE1[paper004.TABLE1.image_kb == (20 if encoding == "jpeg" else 150)]
-        ax.plot(seed.batch_size, seed.images_per_s, **plots.REFERENCE_STYLE, label="paper: Cassandra, 10 GbE")
-        plots.log2_x(ax, sorted(set(part.batch_size) | set(seed.batch_size)))
-        ax.set_yscale("log")
-        ax.set(title=f"short-circuited loader, {encoding}", xlabel="batch size", ylabel="images / s")
-        ax.legend(fontsize=7)
-    if len(latency):
-        pct = ["p50", "p75", "p95", "p98", "p99"]
-        for (encoding, loaders), g in latency.groupby(["encoding", "loaders"]):
-            axes[2].plot(pct, g[pct].iloc[0].to_numpy(), marker="o", label=f"{encoding}, {loaders} loader(s)")
-        for r in paper004.TABLE2.itertuples():
-            axes[2].plot(pct, [getattr(r, p) for p in pct], **plots.REFERENCE_STYLE)
-        axes[2].set_yscale("log")
-        axes[2].set(title="Cassandra read latency (nodetool); dashed: paper", ylabel="microseconds")
-        axes[2].legend(fontsize=7)
-    plots.footnote(fig, f"Ours: this VM, server and loader sharing its cores. Seed: {paper004.MACHINE}.")
-    fig.tight_layout()
-    return fig

@@ -1,0 +1,7 @@
+"""LayoutBench (seed 002): real ImageNet images in four layouts on S3, queries Q1-Q11."""
+from storebench.core.experiment import Experiment
+
+EXPERIMENT = Experiment(
+    name="layouts", paper="layoutbench", reference="Secs 3-5, Table 1, Findings 1-4",
+    question="How should an image dataset be laid out on cloud object storage for metadata-driven retrieval: "
+             "one object per image, tar shards, Parquet blobs (or Lance), by time, bytes transferred and cost?")
