@@ -73,18 +73,21 @@ SCHEMA = {
 }
 
 
-def loader_configs(config: dict, out_dir=None) -> tuple[dict, str]:
-    """(workload, system) -> Point, and where they came from."""
-    path = Path(config.get("best_configs", "reports/dataloaders_best.csv"))
-    if not path.is_absolute():
-        from storebench.paths import ROOT
+def best_configs_path(results_root=None) -> Path:
+    """The dataloaders measurement's best configurations under ``results_root`` (default: results/)."""
+    from storebench.paths import ROOT
 
-        path = (Path(out_dir) if out_dir and (Path(out_dir) / path.name).exists() else ROOT / path.parent) / path.name
+    return Path(results_root or ROOT / "results") / "dataloaders" / "dataloaders_best.csv"
+
+
+def loader_configs(config, results_root=None) -> tuple[dict, str]:
+    """(workload, system) -> Point, and where they came from."""
+    path = best_configs_path(results_root)
     configs, source = {}, "seed 001 Table 1 (W capped)"
     if path.exists():
         best = pd.read_csv(path)
         configs = {(r["workload"], r["system"]): point_of(r) for r in best.to_dict("records")}
-        source = f"{path.name} (dataloaders, same scale preset)"
+        source = f"{path.parent.name}/{path.name} (the dataloaders measurement)"
     cap = config.get("max_workers", 2)
     for (workload, system), c in paper001.TABLE1.items():
         for name in (system, "tiledb-attrs" if system == "tiledb" else system):
