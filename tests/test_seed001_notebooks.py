@@ -75,3 +75,12 @@ def test_resources_at_smoke_scale(prepared_seed001, results_root, tmp_path):
         assert set(used[used.system == "redis"].group) >= {"client", "server"}  # the server's processes sampled
     timeline = tables["resources_timeline"]
     assert (timeline.rss_bytes >= 0).all() and len(timeline) > len(used)
+
+
+def test_embeddings_at_smoke_scale(results_root, tmp_path):
+    tables = measured("embeddings", results_root, tmp_path)
+    rows = check_rows(tables["embeddings"])
+    config = smoke("embeddings")
+    assert set(rows.table) == set(config["tables"]) and set(rows.stream) == set(config["streams"])
+    assert set(tables["embeddings_provenance"].table) == set(config["tables"])
+    assert all((results_root / "raw" / "embeddings" / f"{t}.parquet").exists() for t in config["tables"])
