@@ -67,6 +67,19 @@ def check_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):
+    tables = measured("scalability", results_root, tmp_path)
+    scaled = check_rows(tables["scalability"])
+    config = smoke("scalability")
+    assert set(scaled.factor) == set(sum(config["factors"].values(), []))
+    if (results_root / "dataloaders" / "dataloaders_best.csv").exists():  # else the seed's Table 1 (RocksDB only)
+        assert scaled.config_source.str.contains("dataloaders_best.csv").all()
+    rocks = scaled[scaled.system == "rocksdb"]
+    assert set(rocks.block_cache_bytes.fillna(-1)) == {-1, 1 << 20}  # the default and 1 MiB, recorded
+    base = {w: n for w, n in config["base_rows"].items()}
+    assert all(r.n_rows == base[r.workload] * r.factor for r in scaled.itertuples())
+
+
 def test_resources_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     tables = measured("resources", results_root, tmp_path)
     used = check_rows(tables["resources"])

@@ -28,7 +28,7 @@ from storebench.data.samples import row_fingerprints
 from storebench.experiments.common import Run, Skipped, record_skipped
 from storebench.experiments.ml_storage_study import published as paper001
 from storebench.experiments.ml_storage_study.dataloaders import LOADER_SYSTEMS, LOCATION, loader_dataset, write_objects
-from storebench.experiments.ml_storage_study.scalability import loader_configs
+from storebench.experiments.ml_storage_study.scalability.measure import loader_configs
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
 from storebench.stores.base import package_version
