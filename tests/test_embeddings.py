@@ -9,10 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from storebench.core import config
+from storebench.core import settings as config
 from storebench.stores import embeddings as E
 from storebench.data import keystreams
-from storebench.experiments.ml_storage_study import embeddings as em
+from storebench.core.experiment import ResultsDir, ResultTables
+from storebench.experiments.ml_storage_study.embeddings import analysis, measure as em
 from storebench.stores.readers import VerificationError
 
 TABLES = list(E.EMBEDDING_TABLES)
@@ -93,11 +94,11 @@ def test_the_experiment_verifies_every_run(tmp_path):
     settings = em_config(tmp_path)
     point = em.plan(settings)[0][0]
     work = em.workload("power-law", point, settings)
-    row, per_batch = em.measure("rocksdb", work, settings, 0, ["dataset_size"])
+    row, per_batch = em.measure_one("rocksdb", work, settings, 0, ["dataset_size"])
     assert row["verified"] and len(per_batch) == row["n_batches"]
     wrong = dataclasses.replace(work, reference=work.reference + np.float32(1))
     with pytest.raises(VerificationError, match="rocksdb: .* differ .*rocksdb_power-law"):
-        em.measure("rocksdb", wrong, settings, 0, ["dataset_size"])
+        em.measure_one("rocksdb", wrong, settings, 0, ["dataset_size"])
 
 
 def test_bad_table_input_is_refused(tmp_path):
@@ -128,22 +129,22 @@ TINY = {
 
 
 def params(**section) -> dict:
-    return {"scale": "smoke", "seed": 7, "presets": {"smoke": {"repeats": 2}, "small": {}, "paper": {}},
+    return {"scale": "smoke", "seed": 7, "presets": {"smoke": {"n_samples": 1, "repeats": 2}, "small": {}, "paper": {}},
             "embeddings": {**TINY, **section}}
 
 
-def em_config(tmp_path, overrides=None, **section) -> dict:
-    return config.experiment_config(em.EXPERIMENT, "smoke", params(**section),
-                                    {"store_dir": str(tmp_path / "stores"), **(overrides or {})}, schema=em.SCHEMA)
+def em_config(tmp_path, overrides=None, **section) -> em.Settings:
+    return config.load(em.Settings, "embeddings", "smoke", params(**section),
+                       {"store_dir": str(tmp_path / "stores"), **(overrides or {})})
 
 
 @pytest.mark.parametrize("overrides,message", [
-    ({"batch_sizes": [0, 64]}, "override batch_sizes values must be >= 1"),
-    ({"batch_sizes": [-16]}, "override batch_sizes values must be >= 1"),
-    ({"tables": ["rocksdb", "cassandra"]}, r"override tables has unknown value\(s\) \['cassandra'\]; valid: "),
-    ({"streams": ["uniform"]}, r"override streams has unknown value\(s\) \['uniform'\]"),
-    ({"sparse_fraction": 1.5}, "override sparse_fraction must be a number > 0 and <= 1"),
-    ({"power_law_alpha": 1}, "override power_law_alpha must be a number > 1"),
+    ({"batch_sizes": [0, 64]}, r"override batch_sizes\[0\] = \[0, 64\]: Input should be greater than or equal to 1"),
+    ({"batch_sizes": [-16]}, r"override batch_sizes\[0\] = \[-16\]: Input should be greater than or equal to 1"),
+    ({"tables": ["rocksdb", "cassandra"]}, r"override tables\[1\] = .*unknown embedding table 'cassandra'; valid: "),
+    ({"streams": ["uniform"]}, r"override streams\[0\] = .*unknown key stream 'uniform'"),
+    ({"sparse_fraction": 1.5}, "override sparse_fraction = 1.5: Input should be less than or equal to 1"),
+    ({"power_law_alpha": 1}, "override power_law_alpha = 1: Input should be greater than 1"),
 ])
 def test_bad_overrides_name_their_key(tmp_path, overrides, message):
     with pytest.raises(config.ParamsError, match=message):
@@ -151,9 +152,9 @@ def test_bad_overrides_name_their_key(tmp_path, overrides, message):
 
 
 @pytest.mark.parametrize("fixed,message", [
-    ({**TINY["fixed"], "batch_size": 0}, "embeddings.fixed has batch_size 0; must be an integer >= 1"),
-    ({"dataset_size": 256, "table_rows": 64, "embedding_size": 8}, "embeddings.fixed lacks batch_size"),
-    ({**TINY["fixed"], "update": "partial"}, "embeddings.fixed has update 'partial'"),
+    ({**TINY["fixed"], "batch_size": 0}, r"embeddings.fixed = .*'batch_size': 0.*greater than or equal to 1"),
+    ({"dataset_size": 256, "table_rows": 64, "embedding_size": 8}, "embeddings.fixed is missing"),  # batch_size
+    ({**TINY["fixed"], "update": "partial"}, r"embeddings.fixed = .*'partial'.*'dense' or 'sparse'"),
 ])
 def test_a_bad_fixed_point_names_its_params_path(tmp_path, fixed, message):
     with pytest.raises(config.ParamsError, match=message):
@@ -175,27 +176,43 @@ def test_the_fixed_point_is_measured_once_for_every_sweep(tmp_path):
 
 def test_a_tiny_run_records_verified_rows_raw_timings_and_findings(tmp_path):
     settings = em_config(tmp_path, {"streams": ["zipf"]})  # power-law: test_the_experiment_verifies_every_run
-    result = em.run(settings, out_dir=tmp_path / "out", progress=False)
-    rows = result.rows
+    out = ResultsDir(tmp_path / "out")
+    em.measure(settings, out, progress=False)
+    rows = pd.read_csv(out.path / "embeddings.csv")
     assert len(rows) == 2 * 6 * 4  # repeats x configurations x tables
     assert rows.verified.all() and set(rows.table) == set(TINY["tables"])
     assert (rows.total_seconds >= rows.read_seconds + rows.write_seconds).all()
     assert {"host", "git_rev", "params_hash", "system_version", "key_stream", "hottest_1pct_share",
             "table_layout"} <= set(rows.columns)
-    assert pd.read_csv(tmp_path / "out" / "embeddings.csv").shape[0] == len(rows)
+    assert set(pd.read_csv(out.path / "embeddings_provenance.csv").table) == set(TINY["tables"])
     for name in TINY["tables"]:
-        raw = pd.read_parquet(tmp_path / "out" / "raw" / "embeddings" / f"{name}.parquet")
+        raw = pd.read_parquet(out.raw_dir / f"{name}.parquet")
         assert raw.groupby(["run_id", "repeat"]).ngroups == 2 * 6
         assert len(raw) == rows[rows.table == name].n_batches.sum()
     assert not any((tmp_path / "stores").iterdir())  # every table removed after its run
 
-    summary = em.summary(rows)
+    summary = analysis.summary(rows)
     assert (summary.repeats == 2).all() and summary.total_ci95.notna().all()
-    slopes = em.slopes(summary)
+    slopes = analysis.slopes(summary)
     assert len(slopes) == 4 and slopes.per_doubling.notna().all()
-    found = em.findings(summary)
+    found = analysis.analyse(ResultTables({"embeddings": rows}, {}))
     assert "paper:" in found.headline and "| tiledb: halves" in found.markdown
     assert any(m.column == "time at embedding 32 / at 8, zipf (embeddings)" for m in found.metrics)
-    assert found.save(tmp_path / "out", em.EXPERIMENT, em.SEED).exists()
-    assert len(em.figure(summary).axes) == 8
-    assert len(em.provenance(rows)) == 4
+    assert {c.reference for c in found.claims} == {"Sec 5.10, Fig 13", "Sec 5.10, Fig 14", "Sec 5.10, Fig 15"}
+    batch = [c for c in found.claims if c.statement.startswith("zipf: batch size, tiledb")]
+    assert len(batch) == 1 and batch[0].ci_low is not None  # two repeats: an interval
+    assert len(analysis.figure(summary).axes) == 8
+
+
+def test_claims_without_repeats_are_inconclusive_not_judged():
+    rows = pd.DataFrame([{"table": t, "stream": "zipf", "dataset_size": 64, "table_rows": 8, "embedding_size": e,
+                          "batch_size": 8, "update": "dense", "locality": "shuffled", "sweep": "embedding_size",
+                          "stands_for": "text", "repeat": 0, "total_seconds": s, "read_seconds": s / 2,
+                          "update_seconds": 0.0, "write_seconds": s / 2, "keys_read": 64, "keys_written": 64,
+                          "n_batches": 8, "table_files": 1, "system_version": "x"}
+                         for t, e, s in [("rocksdb", 8, 1.0), ("rocksdb", 32, 2.0), ("tiledb", 8, 1.0),
+                                         ("tiledb", 32, 1.0)]])
+    found = analysis.analyse(ResultTables({"embeddings": rows}, {}))
+    grows = next(c for c in found.claims if c.statement == "zipf: rocksdb's total time grows as the embedding grows.")
+    assert grows.value == pytest.approx(2.0) and grows.verdict == "inconclusive"
+    assert any(c.verdict == "not comparable" for c in found.claims)  # no batch sweep, no dataset sweep

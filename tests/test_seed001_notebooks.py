@@ -1,4 +1,6 @@
-"""Seed 001's notebooks as a user runs them: papermill at smoke scale, real stores and servers."""
+"""Seed 001's experiments as the pipeline runs them: measure at smoke scale (real stores and servers), then the
+report notebook by papermill from the recorded tables. dataloaders runs first: scalability and resources read
+its best configurations from the same results root (alone, they fall back to the seed's Table 1)."""
 import json
 import re
 from pathlib import Path
@@ -8,7 +10,7 @@ import pytest
 import yaml
 
 from storebench.data import corpora, datasets
-from storebench.pipeline import notebooks
+from storebench.pipeline import notebooks, run
 from storebench.paths import ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
@@ -37,53 +39,61 @@ def smoke(section: str) -> dict:
     return {**params[section], **params["presets"]["smoke"].get(section, {})}
 
 
-def check_seed001_report(out: Path, name: str) -> pd.DataFrame:
-    rows = pd.read_csv(out / f"{name}.csv")
+@pytest.fixture(scope="module")
+def results_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("results001")
+
+
+def measured(name: str, results_root: Path, out: Path, **overrides) -> dict:
+    """Measure ``name`` at smoke scale, render its report; returns its recorded tables."""
+    run.measure(name, "smoke", results_root=results_root, overrides=overrides or None, progress=False)
+    notebooks.run(name, out_dir=out, results_dir=results_root, progress=False)
+    tables = {p.stem: pd.read_csv(p) for p in (results_root / name).glob("*.csv") if p.stat().st_size}
+    manifest = json.loads((results_root / name / "manifest.json").read_text())
+    assert manifest["scale"] == "smoke" and manifest["git_rev"]
+    recorded = json.loads((out / f"{name}.findings.json").read_text())
+    assert recorded["paper"] == "ml_storage_study" and "paper" in recorded["headline"] and recorded["claims"]
+    assert all(c["verdict"] in ("holds", "does not hold", "inconclusive", "not comparable") for c in recorded["claims"])
+    page = (out / f"{name}.html").read_text()
+    assert "Findings" in page and "Traceback" not in page and "Provenance" in page
+    assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page
+    assert (out / f"{name}.png").stat().st_size > 10_000
+    return tables
+
+
+def check_rows(rows: pd.DataFrame) -> pd.DataFrame:
     assert len(rows) and rows.verified.all() and (rows.scale == "smoke").all()
     assert rows.system_version.notna().all() and rows.git_rev.notna().all() and (rows.cpus > 0).all()
-    assert (out / f"{name}.png").stat().st_size > 10_000
-    recorded = json.loads((out / f"{name}.findings.json").read_text())
-    assert recorded["paper"] == "ml_storage_study" and "paper" in recorded["headline"]
-    page = (out / f"{name}.html").read_text()
-    assert "Findings" in page and "Traceback" not in page and "seed statement" in page
-    assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page
     return rows
 
 
-def test_dataloaders_then_scalability_and_resources_at_smoke_scale(prepared_seed001, tmp_path):
-    notebooks.run("dataloaders", "smoke", out_dir=tmp_path, progress=False)
-    rows = check_seed001_report(tmp_path, "dataloaders")
-    config = smoke("dataloaders")
-    assert set(rows.workload) == set(config["workloads"]) and set(rows.system) == set(config["systems"])
-    assert set(rows.loader) == {"map", "iterable"} and set(rows.workers) == set(config["workers"])
-    assert (rows.rows_per_second > 0).all()
-    for workload, n in config["rows"].items():
-        assert (rows[rows.workload == workload].n_rows == n).all()  # every row of the dataset, every epoch
-    writes = pd.read_csv(tmp_path / "dataloaders_write.csv")
-    assert (writes.seconds > 0).all() and set(writes.system) == set(config["systems"])
-    assert set(writes[writes.system == "rocksdb"].rows_per_key) == set(config["rows_per_key"])
-    best = pd.read_csv(tmp_path / "dataloaders_best.csv")
-    assert len(best) == len(rows.groupby(["workload", "system"]))
-    overhead = pd.read_csv(tmp_path / "dataloaders_overhead.csv")
-    assert {"localfs", "rocksdb"} <= set(overhead.system) and (overhead.loader_vs_bare > 0).all()
-    page = (tmp_path / "dataloaders.html").read_text()
-    assert "seed Table 1" in page and "CIFAR-100" in page and "Loader cost" in page
-
-    notebooks.run("scalability", "smoke", out_dir=tmp_path, progress=False,
-                  parameters={"overrides": {"best_configs": str(tmp_path / "dataloaders_best.csv")}})
-    scaled = check_seed001_report(tmp_path, "scalability")
+def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):
+    tables = measured("scalability", results_root, tmp_path)
+    scaled = check_rows(tables["scalability"])
     config = smoke("scalability")
     assert set(scaled.factor) == set(sum(config["factors"].values(), []))
-    assert scaled.config_source.str.contains("dataloaders_best.csv").all()
+    if (results_root / "dataloaders" / "dataloaders_best.csv").exists():  # else the seed's Table 1 (RocksDB only)
+        assert scaled.config_source.str.contains("dataloaders_best.csv").all()
     rocks = scaled[scaled.system == "rocksdb"]
     assert set(rocks.block_cache_bytes.fillna(-1)) == {-1, 1 << 20}  # the default and 1 MiB, recorded
     base = {w: n for w, n in config["base_rows"].items()}
     assert all(r.n_rows == base[r.workload] * r.factor for r in scaled.itertuples())
 
-    notebooks.run("resources", "smoke", out_dir=tmp_path, progress=False,
-                  parameters={"overrides": {"best_configs": str(tmp_path / "dataloaders_best.csv")}})
-    used = check_seed001_report(tmp_path, "resources")
-    assert set(used.system) == set(smoke("resources")["systems"])
-    assert set(used[used.system == "redis"].group) >= {"client", "server"}  # the server's processes sampled
-    timeline = pd.read_csv(tmp_path / "resources_timeline.csv")
+
+def test_resources_at_smoke_scale(prepared_seed001, results_root, tmp_path):
+    tables = measured("resources", results_root, tmp_path)
+    used = check_rows(tables["resources"])
+    if (results_root / "dataloaders" / "dataloaders_best.csv").exists():  # else the seed's Table 1 (RocksDB only)
+        assert set(used.system) == set(smoke("resources")["systems"])
+        assert set(used[used.system == "redis"].group) >= {"client", "server"}  # the server's processes sampled
+    timeline = tables["resources_timeline"]
     assert (timeline.rss_bytes >= 0).all() and len(timeline) > len(used)
+
+
+def test_embeddings_at_smoke_scale(results_root, tmp_path):
+    tables = measured("embeddings", results_root, tmp_path)
+    rows = check_rows(tables["embeddings"])
+    config = smoke("embeddings")
+    assert set(rows.table) == set(config["tables"]) and set(rows.stream) == set(config["streams"])
+    assert set(tables["embeddings_provenance"].table) == set(config["tables"])
+    assert all((results_root / "raw" / "embeddings" / f"{t}.parquet").exists() for t in config["tables"])

@@ -1,53 +1,19 @@
-"""Embedding updates (seed 001, Sec 5.10, Figs 13-15, and its Sec 6 future work).
-
-A training job keeps one embedding per key (a word for text, a node for a graph) in a store:
-per batch it reads the embeddings of the batch's distinct keys, computes new ones and writes
-them back. Keys come from skewed streams (storebench.data.keystreams): ``zipf`` stands for the
-seed's text workload, ``power-law`` for its graph workload. As in the seed, one parameter is
-swept at a time with the others at ``fixed``:
-
-- ``dataset_size``: samples in the generated dataset, i.e. keys drawn and pushed through the
-  updates (the seed's Fig 13; "no workers, so fetch time grows linearly" only makes sense if
-  this is the amount of data processed). The table keeps ``fixed.table_rows`` rows;
-- ``table_size``: rows of the embedding table (distinct keys), the draws fixed;
-- ``embedding_size``: floats per embedding (Fig 14);
-- ``batch_size``: draws per batch (Fig 15);
-- ``update``: ``dense`` (every key of the batch written back: the seed) vs ``sparse`` (only
-  ``sparse_fraction`` of them, as with sparse gradients): seed Sec 6 future work;
-- ``locality``: ``shuffled`` (hot keys scattered over the key space) vs ``clustered`` (hot keys
-  adjacent): Sec 6's "locality of updates".
-
-Each run creates its table afresh (creation timed apart, never in the totals), runs the stream,
-and checks the final table bit for bit against the same updates computed in memory with numpy.
-Configurations shared by several sweeps (the fixed point) are measured once and carry every
-sweep they belong to in ``sweep``. Repeats are repeat-major and the tables interleave within a
-configuration, so drift on this busy machine hits every table alike. The stream (seeded by
-``seed``) is the same in every repeat: the CI is the machine's noise, not the workload's.
-"""
+"""Analyse embedding updates (seed 001, Sec 5.10, Figs 13-15, and its Sec 6 future work) from the recorded
+``embeddings`` table (one row per run: table x stream x configuration x repeat): summaries over repeats,
+slopes and ratios per sweep, the figure, and the seed's statements judged as claims."""
 from __future__ import annotations
 
 import math
-import os
-import time
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 
-from storebench.data import keystreams
-from storebench.core.config import all_positive, choices, params_hash, positive
-from storebench.stores.embeddings import EMBEDDING_TABLES, TILEDB_LAYOUTS, default_update, make_table, reference_updates, remove_table, run_updates, verify
-from storebench.testbed.locations import filesystem_type, store_root
-from storebench.paths import REPORTS_DIR
-from storebench.core.progress import tqdm
-from storebench.core.results import machine, write_table
-from storebench.stores.base import package_version
+from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
+from storebench.report.findings import Findings, Metric, above, judge, not_comparable, ratio, within
 
 EXPERIMENT = "embeddings"
-SEED = "001"
-LOCATION = "disk-warm"  # each table is written just before it is updated: its pages are in the page cache
 STREAM_STANDS_FOR = {"zipf": "text", "power-law": "graph"}
 UPDATES = ("dense", "sparse")
 LOCALITIES = ("shuffled", "clustered")
@@ -80,229 +46,6 @@ PAPER = {
 }
 
 
-# ------------------------------------------------------------------------------- parameters
-def _fixed(value: dict):
-    required = ("dataset_size", "table_rows", "embedding_size", "batch_size")
-    unknown = sorted(set(value) - {*required, "update", "locality"})
-    if unknown:
-        return f"has unknown key(s) {unknown}; valid: {', '.join([*required, 'update', 'locality'])}"
-    for key in required:
-        if key not in value:
-            return f"lacks {key} (needs {', '.join(required)}; update and locality are optional)"
-        v = value[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            return f"has {key} {v!r}; must be an integer >= 1"
-    if value.get("update", "dense") not in UPDATES:
-        return f"has update {value['update']!r}; valid: {', '.join(UPDATES)}"
-    if value.get("locality", "shuffled") not in LOCALITIES:
-        return f"has locality {value['locality']!r}; valid: {', '.join(LOCALITIES)}"
-    return None
-
-
-def _number_above(low: float, high: float | None = None):
-    def check(v):
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > low
-        ok = ok and (high is None or v <= high)
-        return None if ok else f"must be a number > {low}" + (f" and <= {high}" if high is not None else "")
-    return check
-
-
-def _bytes_or_null(v):
-    ok = v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-    return None if ok else "must be null (the system's default) or an integer >= 0 (bytes)"
-
-
-def _non_negative(v):
-    return None if v >= 0 else "must be >= 0"
-
-
-SCHEMA = {
-    "tables": (list[str], choices(EMBEDDING_TABLES)),
-    "streams": (list[str], choices(keystreams.STREAMS)),
-    "sweeps": (list[str], choices(SWEEPS)),
-    "dataset_sizes": (list[int], all_positive),
-    "table_sizes": (list[int], all_positive),
-    "embedding_sizes": (list[int], all_positive),
-    "batch_sizes": (list[int], all_positive),
-    "updates": (list[str], choices(UPDATES)),
-    "locality": (list[str], choices(LOCALITIES)),
-    "fixed": (dict, _fixed),
-    "sparse_fraction": (object, _number_above(0, 1)),
-    "zipf_exponent": (object, _number_above(0)),
-    "power_law_alpha": (object, _number_above(1)),
-    "store_dir": (str, None),  # where the tables live (default: the work dir's stores/, on local disk)
-    # table settings (recorded with every row); null = the system's default
-    "block_cache_bytes": (object, _bytes_or_null),  # rocksdb
-    "sync_writes": (bool, None),  # rocksdb: fsync the WAL per batch
-    "tile_keys": (int, positive),  # tiledb
-    "tiledb_layout": (str, choices(TILEDB_LAYOUTS)),
-    "read_ahead_cache_bytes": (object, _bytes_or_null),  # tiledb (its only cache; no tile cache in 2.30)
-    "chunk_keys": (int, positive),  # tensorstore
-    "cache_pool_bytes": (int, _non_negative),  # tensorstore
-    "file_io_sync": (bool, None),  # tensorstore: fsync each chunk written
-}
-TABLE_OPTIONS = sorted({option for cls in EMBEDDING_TABLES.values() for option in cls.options})
-
-
-# ------------------------------------------------------------------------------- the plan
-@dataclass(frozen=True)
-class Point:
-    dataset_size: int  # keys drawn = samples pushed through the updates
-    table_rows: int  # distinct keys = rows of the embedding table
-    embedding_size: int
-    batch_size: int
-    update: str = "dense"
-    locality: str = "shuffled"
-
-
-def plan(config: dict) -> list[tuple[Point, list[str]]]:
-    """Every configuration to measure, once, with the sweeps it belongs to (seed order)."""
-    base = Point(**config["fixed"])
-    points: dict[Point, list[str]] = {}
-    default = [sweep for sweep, (_, key) in SWEEPS.items() if key in config]  # every sweep given values
-    for sweep in config.get("sweeps", default):
-        field, key = SWEEPS[sweep]
-        if key not in config:
-            raise ValueError(f"{EXPERIMENT}: sweep {sweep!r} needs {EXPERIMENT}.{key} in params.yaml")
-        for value in config[key]:
-            points.setdefault(replace(base, **{field: value}), []).append(sweep)
-    return list(points.items())
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One stream over one configuration: the keys, the initial table and the table to expect."""
-    stream: keystreams.KeyStream
-    point: Point
-    initial: np.ndarray
-    reference: np.ndarray
-    sparse_fraction: float
-
-
-def stream_params(name: str, config: dict) -> dict:
-    if name == "zipf":
-        return {"exponent": config.get("zipf_exponent", 1.1)}
-    return {"alpha": config.get("power_law_alpha", 2.1)}
-
-
-def workload(name: str, point: Point, config: dict) -> Workload:
-    seed = config["seed"]
-    stream = keystreams.key_stream(name, point.table_rows, point.dataset_size, seed=seed,
-                                   clustered=point.locality == "clustered", **stream_params(name, config))
-    initial = np.random.default_rng(seed).standard_normal((point.table_rows, point.embedding_size), dtype=np.float32)
-    fraction = config.get("sparse_fraction", 0.1)
-    reference = reference_updates(initial, stream.keys, point.batch_size, default_update, point.update == "dense",
-                                  fraction)
-    return Workload(stream, point, initial, reference, fraction)
-
-
-# ------------------------------------------------------------------------------- measuring
-@dataclass
-class EmbeddingRun:
-    rows: pd.DataFrame  # one row per run (reports/embeddings.csv)
-    batches: pd.DataFrame  # one row per batch of every run (reports/raw/embeddings/<table>.parquet)
-    table_path: Path
-
-
-def run(config: dict, out_dir=None, progress: bool = True) -> EmbeddingRun:
-    """Every configuration of ``plan`` x stream x table, ``repeats`` times, verified."""
-    out = Path(out_dir) if out_dir else REPORTS_DIR
-    points = plan(config)
-    tables, streams = config["tables"], config["streams"]
-    bar = tqdm(total=config["repeats"] * len(streams) * len(points) * len(tables), desc=EXPERIMENT, unit="run",
-               disable=not progress, leave=False)
-    if config.get("warmup", True):
-        _warm_up(tables, streams[0], points[0][0], config)
-    rows, batches = [], []
-    for repeat in range(config["repeats"]):
-        for name in streams:
-            for point, sweeps in points:
-                work = workload(name, point, config)
-                for table in tables:
-                    row, per_batch = measure(table, work, config, repeat, sweeps)
-                    rows.append(row)
-                    batches.append(per_batch)
-                    bar.update()
-    bar.close()
-    frame, raw = pd.DataFrame(rows), pd.concat(batches, ignore_index=True)
-    _write_raw(raw, out)
-    return EmbeddingRun(frame, raw, write_table(frame, EXPERIMENT, out))
-
-
-def _warm_up(tables: list[str], stream: str, point: Point, config: dict) -> None:
-    """One unrecorded (but verified) run per table of the first configuration: the first run in a
-    process pays for loading libraries and first contexts, which no configuration should carry."""
-    work = workload(stream, point, config)
-    for name in tables:
-        measure(name, work, config, -1, [])
-
-
-def table_root(table: str, config: dict) -> Path:
-    if config.get("store_dir"):
-        return Path(config["store_dir"]) / f"emb-{table}"
-    return store_root(f"emb-{table}", LOCATION)
-
-
-def measure(name: str, work: Workload, config: dict, repeat: int, sweeps: list[str]) -> tuple[dict, pd.DataFrame]:
-    """One run: create the table, push the stream through it, verify; its row and per-batch times."""
-    root, point = table_root(name, config), work.point
-    remove_table(root)
-    table = make_table(name, root, **{k: config[k] for k in TABLE_OPTIONS if k in config})
-    try:
-        start = time.perf_counter()
-        table.create(point.table_rows, point.embedding_size, work.initial)
-        created = time.perf_counter()
-        per_batch = run_updates(table, work.stream.keys, point.batch_size, default_update, point.update == "dense",
-                                work.sparse_fraction)
-        seconds = time.perf_counter() - created
-        run_id = _run_id(name, work)
-        verify(table, work.reference, f"{run_id}, repeat {repeat}")
-        stored = dict(disk_bytes=table.disk_usage(), table_files=len(table.files()), store_fs=filesystem_type(root),
-                      system_version=table.system_version(),
-                      client_version=f"{table.client_package} {package_version(table.client_package)}",
-                      **table.settings())
-    finally:
-        table.close()
-        remove_table(root)
-    row = _row(name, work, config, repeat, sweeps, per_batch, seconds, created - start, run_id, stored)
-    return row, per_batch.assign(run_id=run_id, repeat=repeat, table=name, stream=work.stream.name)
-
-
-def _run_id(name: str, work: Workload) -> str:
-    p = work.point
-    return (f"{name}_{work.stream.name}_n{p.dataset_size}_k{p.table_rows}_e{p.embedding_size}_b{p.batch_size}_"
-            f"{p.update}_{p.locality}")
-
-
-def _row(name, work: Workload, config, repeat, sweeps, per_batch: pd.DataFrame, seconds: float,
-         create_seconds: float, run_id: str, stored: dict) -> dict:
-    point, dim = work.point, work.point.embedding_size
-    workload_fields = dict(experiment=EXPERIMENT, table=name, stream=work.stream.name, **asdict(point),
-                           sparse_fraction=work.sparse_fraction, seed=config["seed"],
-                           **stream_params(work.stream.name, config))
-    keys_read, keys_written = int(per_batch.keys_read.sum()), int(per_batch.keys_written.sum())
-    return {
-        "experiment": EXPERIMENT, "table": name, "stream": work.stream.name,
-        "stands_for": STREAM_STANDS_FOR[work.stream.name], "sweep": ",".join(sweeps), **asdict(point),
-        "sparse_fraction": work.sparse_fraction if point.update == "sparse" else 1.0, "location": LOCATION,
-        "repeat": repeat, "n_batches": len(per_batch),
-        "total_seconds": seconds, "read_seconds": per_batch.read_ns.sum() / 1e9,
-        "update_seconds": per_batch.update_ns.sum() / 1e9, "write_seconds": per_batch.write_ns.sum() / 1e9,
-        "create_seconds": create_seconds, "keys_read": keys_read, "keys_written": keys_written,
-        "bytes_read": keys_read * dim * 4, "bytes_written": keys_written * dim * 4, "verified": True,
-        **stored, **work.stream.describe(), **machine(), "params_hash": params_hash(workload_fields),
-        "run_id": run_id, "scale": config.get("scale"), "load_avg_1m": os.getloadavg()[0],
-    }
-
-
-def _write_raw(raw: pd.DataFrame, out: Path) -> None:
-    folder = out / "raw" / EXPERIMENT
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, part in raw.groupby("table", sort=False):
-        part.to_parquet(folder / f"{name}.parquet", index=False)
-
-
-# ------------------------------------------------------------------------------- analysis
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
     """Mean and 95% CI half-width over repeats of total / read / update / write seconds."""
     out = []
@@ -319,9 +62,10 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def provenance(rows: pd.DataFrame) -> pd.DataFrame:
-    """Who measured what with which versions and settings: one row per table, plus the machine."""
-    settings = [c for c in ["table_layout", *TABLE_OPTIONS] if c in rows.columns]
+def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
+    """Who measured what with which versions and settings (``options``: the tables' settings columns): one row
+    per table, plus the machine (measure records it as the ``embeddings_provenance`` table)."""
+    settings = [c for c in ["table_layout", *options] if c in rows.columns]
     out = []
     for name, group in rows.groupby("table", sort=False):
         first = group.iloc[0]
@@ -359,8 +103,6 @@ def _series(summary: pd.DataFrame, sweep: str, table_: str, stream: str) -> pd.D
 def _end_ratio(series: pd.DataFrame, first_over_last: bool = False):
     """time at the largest swept value / at the smallest (or the inverse) as a findings Metric-like
     (value, ci95) pair; None below two points."""
-    from storebench.report.findings import ratio
-
     if len(series) < 2:
         return None
     lo, hi = series.iloc[0], series.iloc[-1]
@@ -534,11 +276,9 @@ def _fmt(values: dict[str, float], spec: str = ".2f", suffix: str = "x") -> str:
     return ", ".join(f"{k} {v:{spec}}{suffix}" for k, v in values.items() if pd.notna(v)) or "n/a"
 
 
-def findings(summary: pd.DataFrame):
+def findings(summary: pd.DataFrame, claims: tuple = ()) -> Findings:
     """The seed's Sec 5.10 statements checked in our numbers: holds / does not hold / inconclusive /
     not comparable, each with the figures it rests on."""
-    from storebench.report.findings import Findings
-
     s = slopes(summary)
     streams = list(dict.fromkeys(summary.stream))
     lines = ["| seed 001 Sec 5.10 | ours | verdict |", "|---|---|---|"]
@@ -566,7 +306,7 @@ def findings(summary: pd.DataFrame):
         "localfs overwrites in place without fsync. TileDB gets one fragment per batch (never consolidated "
         "during a run), so its reads slow down as fragments accumulate: small batches mean more fragments.",
     ])
-    return Findings(_headline(s, streams), text, _metrics(summary, s))
+    return Findings(_headline(s, streams), text, _metrics(summary, s), claims)
 
 
 def _per_table(s: pd.DataFrame, stream: str, column: str, tables=PAPER_TABLES) -> dict[str, float]:
@@ -686,8 +426,6 @@ def _headline(s: pd.DataFrame, streams: list[str]) -> str:
 
 
 def _metrics(summary: pd.DataFrame, s: pd.DataFrame) -> tuple:
-    from storebench.report.findings import Metric
-
     metrics = []
     for _, row in s.iterrows():
         if pd.notna(row.embedding_ratio):
@@ -699,3 +437,116 @@ def _metrics(summary: pd.DataFrame, s: pd.DataFrame) -> tuple:
             metrics.append(Metric(row.table, f"time at batch {small} / at batch {large}, {row.stream} ({EXPERIMENT})",
                                   float(row.batch_speedup), float(row.batch_speedup_ci95), 1.0, "x"))
     return tuple(metrics)
+
+
+# ------------------------------------------------------------------------------- the contract
+def analyse(tables: ResultTables) -> Findings:
+    table = summary(tables["embeddings"])
+    return findings(table, claims(table))
+
+
+def figures(tables: ResultTables) -> dict:
+    return {"total_time": figure(summary(tables["embeddings"]))}
+
+
+def _half(low: float, high: float, ci95: float) -> float:
+    """Half-width of [low, high]; NaN when there is no CI (one repeat)."""
+    return float("nan") if pd.isna(ci95) else (high - low) / 2
+
+
+def claims(summary: pd.DataFrame) -> tuple:
+    """The seed's Sec 5.10 statements judged on our numbers (bands FLAT, HALVING and LINEAR_R2 as in the
+    findings text); the future-work sweeps have no statement of the paper to judge."""
+    s = slopes(summary)
+    streams = list(dict.fromkeys(summary.stream))
+    made = []
+    for stream in streams:
+        made += _dataset_claims(summary, s, stream)
+        made += _embedding_claims(s, stream)
+        made += _batch_claims(summary, s, stream)
+    return tuple(made)
+
+
+def _dataset_claims(summary, s, stream) -> list:
+    ref, made = "Sec 5.10, Fig 13", []
+    statement = f"{stream} ({STREAM_STANDS_FOR.get(stream, stream)}): total time grows linearly with dataset size."
+    r2 = {t: v for t, v in _per_table(s, stream, "dataset_r2").items() if pd.notna(v)}
+    if r2:
+        worst = min(r2, key=r2.get)
+        made.append(judge(ref, statement, f"least-squares R^2 of total time vs dataset size, lowest of the stores "
+                          f"({worst}; no CI: one fit over the sizes)", r2[worst], None, above(LINEAR_R2), unit=""))
+    else:
+        made.append(not_comparable(ref, statement, "R^2 of total time vs dataset size",
+                                   "fewer than 3 dataset sizes measured at this scale"))
+    statement = f"{stream}: no significant difference between the stores (RocksDB, TileDB, TensorStore)."
+    sizes = in_sweep(summary, "dataset_size")
+    largest = sizes[(sizes.stream == stream) & (sizes.dataset_size == sizes.dataset_size.max())]
+    largest = largest[largest.table.isin(PAPER_TABLES)].sort_values("total_mean")
+    if len(largest) >= 2:
+        slow, fast = largest.iloc[-1], largest.iloc[0]
+        spread = _ratio(slow, fast)
+        made.append(judge(ref, statement, f"slowest / fastest store at {int(fast.dataset_size)} keys drawn "
+                          f"({slow.table} / {fast.table})", spread.value, spread.ci95, within(*FLAT)))
+    else:
+        made.append(not_comparable(ref, statement, "slowest / fastest store", "fewer than two of the seed's stores "
+                                   "measured in the dataset-size sweep"))
+    return made
+
+
+def _ratio(num, den) -> Metric:
+    metric = ratio("", "", num.total_mean, num.total_ci95, den.total_mean, den.total_ci95)
+    if pd.isna(num.total_ci95) or pd.isna(den.total_ci95):
+        metric = replace(metric, ci95=float("nan"))
+    return metric
+
+
+def _embedding_claims(s, stream) -> list:
+    made = []
+    for name, expected in PAPER["embedding_size"].items():
+        statement = f"{stream}: {name}'s total time {expected} as the embedding grows."
+        row = s[(s.stream == stream) & (s.table == name)]
+        if not len(row) or pd.isna(row.embedding_ratio.iloc[0]):
+            made.append(not_comparable("Sec 5.10, Fig 14", statement, "time at largest / smallest embedding",
+                                       f"{name} not measured in the embedding-size sweep"))
+            continue
+        r = row.iloc[0]
+        rule = above(FLAT[1]) if expected == "grows" else within(*FLAT)
+        made.append(judge("Sec 5.10, Fig 14", statement, f"{name} time at embedding {r.embedding_range}, {stream}",
+                          r.embedding_ratio, r.embedding_ratio_ci95, rule))
+    return made
+
+
+def _batch_claims(summary, s, stream) -> list:
+    made = []
+    for name, expected in PAPER["batch_size"].items():
+        statement = f"{stream}: batch size, {name}: {expected}."
+        row = s[(s.stream == stream) & (s.table == name)]
+        if not len(row) or pd.isna(row.per_doubling.iloc[0]):
+            made.append(not_comparable("Sec 5.10, Fig 15", statement, "time(b) / time(2b)",
+                                       f"{name} not measured in the batch-size sweep"))
+            continue
+        r = row.iloc[0]
+        band = FLAT if name == "rocksdb" else HALVING
+        made.append(judge("Sec 5.10, Fig 15", statement, f"{name} time(b) / time(2b), geometric mean over batches "
+                          f"{r.batch_range}, {stream}", r.per_doubling,
+                          _half(r.per_doubling_low, r.per_doubling_high, r.batch_speedup_ci95), within(*band)))
+    batches = in_sweep(summary, "batch_size")
+    ref = "Sec 5.10, Fig 15"
+    first, second = (f"{stream}: at the largest batch TileDB is almost the same as RocksDB.",
+                     f"{stream}: at the largest batch TensorStore is slightly above TileDB.")
+    at = pd.DataFrame()
+    if len(batches):
+        top = int(batches.batch_size.max())
+        at = batches[(batches.stream == stream) & (batches.batch_size == top)].set_index("table")
+    if set(PAPER_TABLES) <= set(at.index):
+        note = "" if top == 1024 else " (the seed's: 1024)"
+        td_rd, ts_td = _ratio(at.loc["tiledb"], at.loc["rocksdb"]), _ratio(at.loc["tensorstore"], at.loc["tiledb"])
+        made.append(judge(ref, first, f"TileDB / RocksDB time at batch {top}{note}", td_rd.value, td_rd.ci95,
+                          within(*FLAT)))
+        made.append(judge(ref, second, f"TensorStore / TileDB time at batch {top}{note}", ts_td.value, ts_td.ci95,
+                          within(1.0, 1.5)))
+    else:
+        for statement in (first, second):
+            made.append(not_comparable(ref, statement, "time ratio at the largest batch",
+                                       "the seed's three stores not all measured in the batch-size sweep"))
+    return made

@@ -1,0 +1,268 @@
+"""Embedding updates (seed 001, Sec 5.10, Figs 13-15, and its Sec 6 future work).
+
+A training job keeps one embedding per key (a word for text, a node for a graph) in a store:
+per batch it reads the embeddings of the batch's distinct keys, computes new ones and writes
+them back. Keys come from skewed streams (storebench.data.keystreams): ``zipf`` stands for the
+seed's text workload, ``power-law`` for its graph workload. As in the seed, one parameter is
+swept at a time with the others at ``fixed``:
+
+- ``dataset_size``: samples in the generated dataset, i.e. keys drawn and pushed through the
+  updates (the seed's Fig 13; "no workers, so fetch time grows linearly" only makes sense if
+  this is the amount of data processed). The table keeps ``fixed.table_rows`` rows;
+- ``table_size``: rows of the embedding table (distinct keys), the draws fixed;
+- ``embedding_size``: floats per embedding (Fig 14);
+- ``batch_size``: draws per batch (Fig 15);
+- ``update``: ``dense`` (every key of the batch written back: the seed) vs ``sparse`` (only
+  ``sparse_fraction`` of them, as with sparse gradients): seed Sec 6 future work;
+- ``locality``: ``shuffled`` (hot keys scattered over the key space) vs ``clustered`` (hot keys
+  adjacent): Sec 6's "locality of updates".
+
+Each run creates its table afresh (creation timed apart, never in the totals), runs the stream,
+and checks the final table bit for bit against the same updates computed in memory with numpy.
+Configurations shared by several sweeps (the fixed point) are measured once and carry every
+sweep they belong to in ``sweep``. Repeats are repeat-major and the tables interleave within a
+configuration, so drift on this busy machine hits every table alike. The stream (seeded by
+``seed``) is the same in every repeat: the CI is the machine's noise, not the workload's.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Annotated, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from storebench.core.experiment import ResultsDir
+from storebench.core.progress import tqdm
+from storebench.core.results import machine
+from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, params_hash
+from storebench.data import keystreams
+from storebench.experiments.ml_storage_study.embeddings.analysis import (
+    CONFIG_KEYS, EXPERIMENT, LOCALITIES, STREAM_STANDS_FOR, SWEEPS, UPDATES, provenance)
+from storebench.stores.base import package_version
+from storebench.stores.embeddings import (EMBEDDING_TABLES, TILEDB_LAYOUTS, default_update, make_table,
+                                          reference_updates, remove_table, run_updates, verify)
+from storebench.testbed.locations import filesystem_type, store_root
+
+LOCATION = "disk-warm"  # each table is written just before it is updated: its pages are in the page cache
+TABLE_OPTIONS = sorted({option for cls in EMBEDDING_TABLES.values() for option in cls.options})
+
+
+def _one_of(kind: str, known):
+    def check(value):
+        if value not in known():
+            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(known())}")
+        return value
+    return check
+
+
+TableName = Annotated[str, AfterValidator(_one_of("embedding table", lambda: list(EMBEDDING_TABLES)))]
+StreamName = Annotated[str, AfterValidator(_one_of("key stream", lambda: list(keystreams.STREAMS)))]
+SweepName = Annotated[str, AfterValidator(_one_of("sweep", lambda: list(SWEEPS)))]
+TiledbLayout = Annotated[str, AfterValidator(_one_of("TileDB layout", lambda: list(TILEDB_LAYOUTS)))]
+Update = Literal["dense", "sparse"]
+Locality = Literal["shuffled", "clustered"]
+
+
+class Fixed(BaseModel):
+    """The configuration every sweep varies one field of."""
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dataset_size: PositiveInt
+    table_rows: PositiveInt
+    embedding_size: PositiveInt
+    batch_size: PositiveInt
+    update: Update = "dense"
+    locality: Locality = "shuffled"
+
+
+class Settings(Base):
+    tables: list[TableName] = Field(min_length=1)
+    streams: list[StreamName] = Field(min_length=1)
+    sweeps: list[SweepName] = Field(min_length=1)
+    dataset_sizes: list[PositiveInt] | None = None
+    table_sizes: list[PositiveInt] | None = None
+    embedding_sizes: list[PositiveInt] | None = None
+    batch_sizes: list[PositiveInt] | None = None
+    updates: list[Update] | None = None
+    locality: list[Locality] | None = None
+    fixed: Fixed
+    sparse_fraction: Annotated[float, Field(gt=0, le=1)] = 0.1
+    zipf_exponent: PositiveFloat = 1.1
+    power_law_alpha: Annotated[float, Field(gt=1)] = 2.1
+    store_dir: str | None = None  # where the tables live (default: the work dir's stores/, on local disk)
+    # table settings (recorded with every row); null = the system's default
+    block_cache_bytes: NonNegativeInt | None = None  # rocksdb
+    sync_writes: bool = False  # rocksdb: fsync the WAL per batch
+    tile_keys: PositiveInt = 64  # tiledb
+    tiledb_layout: TiledbLayout = "vector-cell"
+    read_ahead_cache_bytes: NonNegativeInt | None = None  # tiledb (its only cache; no tile cache in 2.30)
+    chunk_keys: PositiveInt = 64  # tensorstore
+    cache_pool_bytes: NonNegativeInt = 0  # tensorstore
+    file_io_sync: bool = True  # tensorstore: fsync each chunk written
+
+
+def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
+    """Every configuration x stream x table, ``repeats`` times, verified: the ``embeddings`` table (one row
+    per run), ``embeddings_provenance`` (versions and settings per table) and the per-batch timings
+    (raw/<table>.parquet)."""
+    result = run(settings, progress=progress)
+    out.write("embeddings", result.rows)
+    out.write("embeddings_provenance", provenance(result.rows, TABLE_OPTIONS))
+    _write_raw(result.batches, out.raw_dir)
+
+
+# ------------------------------------------------------------------------------- the plan
+@dataclass(frozen=True)
+class Point:
+    dataset_size: int  # keys drawn = samples pushed through the updates
+    table_rows: int  # distinct keys = rows of the embedding table
+    embedding_size: int
+    batch_size: int
+    update: str = "dense"
+    locality: str = "shuffled"
+
+
+def plan(config: dict) -> list[tuple[Point, list[str]]]:
+    """Every configuration to measure, once, with the sweeps it belongs to (seed order)."""
+    base = Point(**config["fixed"].model_dump())
+    points: dict[Point, list[str]] = {}
+    for sweep in config["sweeps"]:
+        field, key = SWEEPS[sweep]
+        if config[key] is None:
+            raise ValueError(f"{EXPERIMENT}: sweep {sweep!r} needs {EXPERIMENT}.{key} in params.yaml")
+        for value in config[key]:
+            points.setdefault(replace(base, **{field: value}), []).append(sweep)
+    return list(points.items())
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One stream over one configuration: the keys, the initial table and the table to expect."""
+    stream: keystreams.KeyStream
+    point: Point
+    initial: np.ndarray
+    reference: np.ndarray
+    sparse_fraction: float
+
+
+def stream_params(name: str, config: dict) -> dict:
+    if name == "zipf":
+        return {"exponent": config.get("zipf_exponent", 1.1)}
+    return {"alpha": config.get("power_law_alpha", 2.1)}
+
+
+def workload(name: str, point: Point, config: dict) -> Workload:
+    seed = config["seed"]
+    stream = keystreams.key_stream(name, point.table_rows, point.dataset_size, seed=seed,
+                                   clustered=point.locality == "clustered", **stream_params(name, config))
+    initial = np.random.default_rng(seed).standard_normal((point.table_rows, point.embedding_size), dtype=np.float32)
+    fraction = config.get("sparse_fraction", 0.1)
+    reference = reference_updates(initial, stream.keys, point.batch_size, default_update, point.update == "dense",
+                                  fraction)
+    return Workload(stream, point, initial, reference, fraction)
+
+
+# ------------------------------------------------------------------------------- measuring
+@dataclass
+class EmbeddingRun:
+    rows: pd.DataFrame  # one row per run (the embeddings table)
+    batches: pd.DataFrame  # one row per batch of every run (raw/<table>.parquet)
+
+
+def run(config: Settings, progress: bool = True) -> EmbeddingRun:
+    """Every configuration of ``plan`` x stream x table, ``repeats`` times, verified."""
+    points = plan(config)
+    tables, streams = config["tables"], config["streams"]
+    bar = tqdm(total=config["repeats"] * len(streams) * len(points) * len(tables), desc=EXPERIMENT, unit="run",
+               disable=not progress, leave=False)
+    if config.get("warmup", True):
+        _warm_up(tables, streams[0], points[0][0], config)
+    rows, batches = [], []
+    for repeat in range(config["repeats"]):
+        for name in streams:
+            for point, sweeps in points:
+                work = workload(name, point, config)
+                for table in tables:
+                    row, per_batch = measure_one(table, work, config, repeat, sweeps)
+                    rows.append(row)
+                    batches.append(per_batch)
+                    bar.update()
+    bar.close()
+    return EmbeddingRun(pd.DataFrame(rows), pd.concat(batches, ignore_index=True))
+
+
+def _warm_up(tables: list[str], stream: str, point: Point, config: dict) -> None:
+    """One unrecorded (but verified) run per table of the first configuration: the first run in a
+    process pays for loading libraries and first contexts, which no configuration should carry."""
+    work = workload(stream, point, config)
+    for name in tables:
+        measure_one(name, work, config, -1, [])
+
+
+def table_root(table: str, config: dict) -> Path:
+    if config.get("store_dir"):
+        return Path(config["store_dir"]) / f"emb-{table}"
+    return store_root(f"emb-{table}", LOCATION)
+
+
+def measure_one(name: str, work: Workload, config: dict, repeat: int, sweeps: list[str]) -> tuple[dict, pd.DataFrame]:
+    """One run: create the table, push the stream through it, verify; its row and per-batch times."""
+    root, point = table_root(name, config), work.point
+    remove_table(root)
+    table = make_table(name, root, **{k: config[k] for k in TABLE_OPTIONS if k in config})
+    try:
+        start = time.perf_counter()
+        table.create(point.table_rows, point.embedding_size, work.initial)
+        created = time.perf_counter()
+        per_batch = run_updates(table, work.stream.keys, point.batch_size, default_update, point.update == "dense",
+                                work.sparse_fraction)
+        seconds = time.perf_counter() - created
+        run_id = _run_id(name, work)
+        verify(table, work.reference, f"{run_id}, repeat {repeat}")
+        stored = dict(disk_bytes=table.disk_usage(), table_files=len(table.files()), store_fs=filesystem_type(root),
+                      system_version=table.system_version(),
+                      client_version=f"{table.client_package} {package_version(table.client_package)}",
+                      **table.settings())
+    finally:
+        table.close()
+        remove_table(root)
+    row = _row(name, work, config, repeat, sweeps, per_batch, seconds, created - start, run_id, stored)
+    return row, per_batch.assign(run_id=run_id, repeat=repeat, table=name, stream=work.stream.name)
+
+
+def _run_id(name: str, work: Workload) -> str:
+    p = work.point
+    return (f"{name}_{work.stream.name}_n{p.dataset_size}_k{p.table_rows}_e{p.embedding_size}_b{p.batch_size}_"
+            f"{p.update}_{p.locality}")
+
+
+def _row(name, work: Workload, config, repeat, sweeps, per_batch: pd.DataFrame, seconds: float,
+         create_seconds: float, run_id: str, stored: dict) -> dict:
+    point, dim = work.point, work.point.embedding_size
+    workload_fields = dict(experiment=EXPERIMENT, table=name, stream=work.stream.name, **asdict(point),
+                           sparse_fraction=work.sparse_fraction, seed=config["seed"],
+                           **stream_params(work.stream.name, config))
+    keys_read, keys_written = int(per_batch.keys_read.sum()), int(per_batch.keys_written.sum())
+    return {
+        "experiment": EXPERIMENT, "table": name, "stream": work.stream.name,
+        "stands_for": STREAM_STANDS_FOR[work.stream.name], "sweep": ",".join(sweeps), **asdict(point),
+        "sparse_fraction": work.sparse_fraction if point.update == "sparse" else 1.0, "location": LOCATION,
+        "repeat": repeat, "n_batches": len(per_batch),
+        "total_seconds": seconds, "read_seconds": per_batch.read_ns.sum() / 1e9,
+        "update_seconds": per_batch.update_ns.sum() / 1e9, "write_seconds": per_batch.write_ns.sum() / 1e9,
+        "create_seconds": create_seconds, "keys_read": keys_read, "keys_written": keys_written,
+        "bytes_read": keys_read * dim * 4, "bytes_written": keys_written * dim * 4, "verified": True,
+        **stored, **work.stream.describe(), **machine(), "params_hash": params_hash(workload_fields),
+        "run_id": run_id, "scale": config.get("scale"), "load_avg_1m": os.getloadavg()[0],
+    }
+
+
+def _write_raw(raw: pd.DataFrame, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, part in raw.groupby("table", sort=False):
+        part.to_parquet(folder / f"{name}.parquet", index=False)

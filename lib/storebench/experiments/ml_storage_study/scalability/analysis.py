@@ -1,0 +1,202 @@
+"""Analyse input scalability (seed 001 Sec 5.9, Fig 12) from the recorded ``scalability`` table (one row per
+epoch: workload x factor x store x cache setting x repeat): read and write time per input size, their growth
+from the smallest to the largest input, the figure, and the seed's statements judged as claims."""
+from __future__ import annotations
+
+import pandas as pd
+
+from storebench.core.experiment import ResultTables
+from storebench.core.stats import mean_ci
+from storebench.experiments.ml_storage_study import published as paper001
+from storebench.report.findings import Findings, Metric, above, judge, not_comparable, ratio, within
+
+PAPER = {"text_base_mb": 228, "graph_base_mb": 21, "largest_gb": 1.0,
+         "graph_read": "TileDB and TensorStore scale really well (similar time at every size, even over 1 GB); "
+                       "ext4 and RocksDB read time grows steadily, RocksDB worse than ext4",
+         "write": "write time grows with input size for every store, TileDB the slowest"}
+FLAT = (0.8, 1.25)  # a read-time ratio inside: "similar time at every size"
+KEYS = ["workload", "system", "cache_setting", "factor"]
+
+
+def summary(rows: pd.DataFrame) -> pd.DataFrame:
+    out = []
+    for key, group in rows.groupby(KEYS, sort=False):
+        read, read_ci, n = mean_ci(group.read_seconds)
+        write, write_ci, _ = mean_ci(group.write_seconds)
+        out.append({**dict(zip(KEYS, key)), "n_rows": group.n_rows.iloc[0], "dataset_mb": group.dataset_bytes.iloc[0] / 1e6,
+                    "read_mean": read, "read_ci95": read_ci, "write_mean": write, "write_ci95": write_ci,
+                    "repeats": n, "config": paper001.config_text(group.iloc[0].to_dict())})
+    return pd.DataFrame(out)
+
+
+def growth(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, store and cache: time at the largest input / at the smallest, beside the size ratio
+    (1 = flat, as the seed says of TileDB/TensorStore on graphs; = size ratio: linear)."""
+    out = []
+    for key, group in summary.groupby(["workload", "system", "cache_setting"], sort=False):
+        lo, hi = group.loc[group.factor.idxmin()], group.loc[group.factor.idxmax()]
+        if hi.factor == lo.factor:
+            continue
+        out.append({**dict(zip(["workload", "system", "cache_setting"], key)),
+                    "factors": f"x{lo.factor} -> x{hi.factor}", "size_ratio": hi.factor / lo.factor,
+                    "read_growth": hi.read_mean / lo.read_mean, "write_growth": hi.write_mean / lo.write_mean,
+                    "read_growth_ci95": ratio("", "", hi.read_mean, hi.read_ci95, lo.read_mean, lo.read_ci95).ci95
+                    if pd.notna(hi.read_ci95) and pd.notna(lo.read_ci95) else float("nan"),
+                    "write_growth_ci95": ratio("", "", hi.write_mean, hi.write_ci95, lo.write_mean, lo.write_ci95).ci95
+                    if pd.notna(hi.write_ci95) and pd.notna(lo.write_ci95) else float("nan"),
+                    "largest_read_s": hi.read_mean, "largest_write_s": hi.write_mean})
+    return pd.DataFrame(out)
+
+
+def figure(summary: pd.DataFrame):
+    """Fig 12: read (left) and write (right) time vs input size, one row per workload."""
+    import matplotlib.pyplot as plt
+
+    from storebench.report import plots
+
+    workloads = list(dict.fromkeys(summary.workload))
+    fig, axes = plt.subplots(len(workloads), 2, figsize=(12, 4.5 * len(workloads)), squeeze=False)
+    colors = plots.palette(sorted(set(summary.system)))
+    for row, workload in enumerate(workloads):
+        part = summary[summary.workload == workload]
+        for col, (what, label) in enumerate((("read", "loader time, whole dataset (s)"),
+                                             ("write", "conversion into the store (s)"))):
+            ax = axes[row][col]
+            for (system, cache), g in part.groupby(["system", "cache_setting"], sort=False):
+                g = g.sort_values("factor")
+                style = "--" if "default" not in cache and "no cache" not in cache else "-"
+                ax.errorbar(g.factor, g[f"{what}_mean"], yerr=g[f"{what}_ci95"].fillna(0), marker="o", capsize=3,
+                            linestyle=style, color=colors[system],
+                            label=system + ("" if "no cache" in cache else f", {cache.split(' cache ')[-1]}"))
+            ax.set(xscale="log", yscale="log", title=f"{workload}: {what} time vs input size (Fig 12)",
+                   xlabel="input size (x the base dataset)", ylabel=label)
+            ax.legend(fontsize=7)
+    plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI, every row verified; dashed: a non-default "
+                        f"cache size. The seed publishes no values ({paper001.MACHINE}).")
+    fig.tight_layout()
+    return fig
+
+
+def findings(summary: pd.DataFrame, claims: tuple = ()) -> Findings:
+    g = growth(summary)
+    default = g[g.cache_setting.str.contains("default|no cache")]
+    lines = ["| workload | store | cache | sizes | size ratio | read time ratio | write time ratio |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.workload} | {r.system} | {r.cache_setting} | {r.factors} | {r.size_ratio:g} | {r.read_growth:.2f} | "
+              f"{r.write_growth:.2f} |" for r in g.itertuples()]
+    checks = []
+    graph = default[default.workload == "graph"]
+    if len(graph):
+        flat = graph[graph.system.isin(["tiledb-attrs", "tiledb", "tensorstore", "tensorstore-zarr"])]
+        steady = graph[graph.system.isin(["localfs", "rocksdb"])]
+        if len(flat) and len(steady):
+            holds = flat.read_growth.max() < steady.read_growth.min()
+            checks.append(f"| graph: TileDB/TensorStore read time flat, ext4/RocksDB grow | TileDB/TS x"
+                          f"{flat.read_growth.min():.1f}-{flat.read_growth.max():.1f}, ext4/RocksDB x"
+                          f"{steady.read_growth.min():.1f}-{steady.read_growth.max():.1f} for x{graph.size_ratio.max():g} "
+                          f"the data | {'holds' if holds else 'does not hold'} |")
+    if len(default):
+        grows = (default.write_growth > 1).all()
+        slowest = default.loc[default.largest_write_s.idxmax()]
+        checks.append(f"| write time grows with size for every store | {'all' if grows else 'not all'} grow "
+                      f"(x{default.write_growth.min():.1f}-{default.write_growth.max():.1f}) | "
+                      f"{'holds' if grows else 'does not hold'} |")
+        checks.append(f"| TileDB writes slowest at the largest size | slowest: {slowest.system} "
+                      f"({slowest.largest_write_s:.3g} s, {slowest.workload}) | "
+                      f"{'holds' if slowest.system.startswith('tiledb') else 'does not hold'} |")
+    caches = _cache_effect(summary)
+    text = "\n".join([
+        f"**Paper (seed 001, Sec 5.9, Fig 12):** text {PAPER['text_base_mb']} MB up to x10, graph "
+        f"{PAPER['graph_base_mb']} MB up to x50 (~1 GB). {PAPER['graph_read']}; {PAPER['write']}. Caches not varied "
+        "(RocksDB 50 MB, TileDB 10 MB).", "",
+        "**Ours** (base sizes and factors of this scale preset; the stores' caches varied):", "", *lines, "",
+        "| seed statement | ours | verdict |", "|---|---|---|", *checks, "", *caches])
+    metrics = tuple(Metric(r.system, f"read time x{r.size_ratio:g} input / x1, {r.workload} (scalability)",
+                           float(r.read_growth), None, 1.0, "x") for r in default.itertuples())
+    headline = ("scalability: read time at the largest input / the smallest: " + ", ".join(
+        f"{r.system} {r.workload} x{r.read_growth:.1f}" for r in default.itertuples())
+        + " (paper: TileDB/TensorStore flat on graphs, ext4/RocksDB growing)")
+    return Findings(headline, text, metrics, claims)
+
+
+def _cache_effect(summary: pd.DataFrame) -> list[str]:
+    varied = summary.groupby(["workload", "system", "factor"]).cache_setting.nunique()
+    if not (varied > 1).any():
+        return ["Cache sizes: one setting per store at this scale."]
+    lines = ["**Cache size** (read time at the largest input, per setting):", "", "| workload | store | setting | read (s) |",
+             "|---|---|---|---|"]
+    top = summary.loc[summary.groupby(["workload", "system", "cache_setting"]).factor.idxmax()]
+    for r in top.itertuples():
+        if varied.get((r.workload, r.system, r.factor), 1) > 1:
+            lines.append(f"| {r.workload} | {r.system} | {r.cache_setting} | {r.read_mean:.3g} ± {r.read_ci95:.2g} |")
+    return lines
+
+
+# ------------------------------------------------------------------------------- the contract
+FLAT_READERS = ("tiledb-attrs", "tiledb", "tensorstore", "tensorstore-zarr")
+GROWING_READERS = ("localfs", "rocksdb")
+
+
+def analyse(tables: ResultTables) -> Findings:
+    table = summary(tables["scalability"])
+    return findings(table, claims(table))
+
+
+def figures(tables: ResultTables) -> dict:
+    return {"read_write_time": figure(summary(tables["scalability"]))}
+
+
+def default_growth(summary: pd.DataFrame) -> pd.DataFrame:
+    """growth() at each store's default cache (the seed did not vary the caches)."""
+    g = growth(summary)
+    return g[g.cache_setting.str.contains("default|no cache")] if len(g) else g
+
+
+def claims(summary: pd.DataFrame) -> tuple:
+    g = default_growth(summary)
+    ref, made = "Sec 5.9, Fig 12", []
+    graph = g[g.workload == "graph"] if len(g) else g
+    for system in (*FLAT_READERS, *GROWING_READERS):
+        flat = system in FLAT_READERS
+        part = graph[graph.system == system] if len(graph) else graph
+        statement = (f"graph: {system} reads in similar time at every input size." if flat else
+                     f"graph: {system}'s read time grows steadily with the input.")
+        if not len(part):
+            if system in set(summary.system):
+                made.append(not_comparable(ref, statement, "read time, largest / smallest input",
+                                           "one input size of graph measured at this scale"))
+            continue
+        r = part.iloc[0]
+        made.append(judge(ref, statement, f"{system} read time x{r.size_ratio:g} input / x1, graph", r.read_growth,
+                          r.read_growth_ci95, within(*FLAT) if flat else above(FLAT[1])))
+    for r in (g.itertuples() if len(g) else ()):
+        made.append(judge(ref, f"{r.workload}: {r.system}'s write time grows with the input.",
+                          f"{r.system} write time x{r.size_ratio:g} input / x1, {r.workload}", r.write_growth,
+                          r.write_growth_ci95, above(1.0)))
+    made += _slowest_writer(summary)
+    return tuple(made)
+
+
+def _slowest_writer(summary: pd.DataFrame) -> list:
+    """TileDB / the slowest other store, write time at the largest input (default caches)."""
+    ref, out = "Sec 5.9, Fig 12", []
+    default = summary[summary.cache_setting.str.contains("default|no cache")]
+    for workload, part in default.groupby("workload", sort=False):
+        top = part[part.factor == part.factor.max()]
+        tiledb, others = top[top.system.str.startswith("tiledb")], top[~top.system.str.startswith("tiledb")]
+        statement = f"{workload}: TileDB writes slowest at the largest input."
+        if not len(tiledb) or not len(others):
+            out.append(not_comparable(ref, statement, "TileDB / slowest other store, write time",
+                                      "TileDB and another store not both measured"))
+            continue
+        t, o = tiledb.loc[tiledb.write_mean.idxmax()], others.loc[others.write_mean.idxmax()]
+        m = ratio("", "", t.write_mean, t.write_ci95, o.write_mean, o.write_ci95)
+        ci = m.ci95 if pd.notna(t.write_ci95) and pd.notna(o.write_ci95) else float("nan")
+        out.append(judge(ref, statement, f"{t.system} / {o.system} write time at x{int(t.factor)}", m.value, ci,
+                         above(1.0)))
+    return out
+
+
+def versions(rows: pd.DataFrame) -> pd.DataFrame:
+    columns = ["system", "system_version", "client_version", "host", "cpus", "git_rev", "scale"]
+    return rows[[c for c in columns if c in rows]].drop_duplicates()
