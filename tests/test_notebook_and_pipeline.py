@@ -11,19 +11,19 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench.pipeline import notebooks
+from storebench.pipeline import notebooks, run as pipeline
 from storebench.paths import ROOT
 from storebench.core.results import ROW_COLUMNS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
 
 
-def check_access_pattern_results(csv: Path, scale: str):
+def check_access_pattern_results(csv: Path, scale: str, systems: set[str] | None = None):
     rows = pd.read_csv(csv)
     assert set(ROW_COLUMNS) <= set(rows.columns)
     assert rows.verified.all() and (rows.seconds > 0).all() and (rows.scale == scale).all()
     config = yaml.safe_load((ROOT / "params.yaml").read_text())
-    systems = set(config["presets"][scale].get("access_pattern", {}).get("systems", config["access_pattern"]["systems"]))
+    systems = systems or set(config["presets"][scale].get("access_pattern", {}).get("systems", config["access_pattern"]["systems"]))
     assert set(rows.system) == systems
     random_k = set(rows[rows.access == "random"].samples_per_request)
     assert random_k == set(config["presets"][scale]["access_pattern"]["samples_per_request"])
@@ -53,31 +53,76 @@ def check_report(out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:
     return rows
 
 
+def check_contract_report(tmp_path: Path, name: str, scale: str = "smoke", **overrides) -> tuple[pd.DataFrame, dict]:
+    """An experiment on the contract: measure at ``scale`` into tmp_path/results, then its report notebook
+    from the recorded tables: verified rows, raw events, figure, findings file with claims, HTML."""
+    results = tmp_path / "results"
+    pipeline.measure(name, scale, results_root=results, overrides=overrides or None, progress=False)
+    notebooks.run(name, out_dir=tmp_path, results_dir=results, progress=False)
+    rows = pd.read_csv(results / name / f"{name}.csv")
+    assert len(rows) and set(ROW_COLUMNS) <= set(rows.columns)
+    assert rows.verified.all() and (rows.seconds > 0).all() and (rows.scale == scale).all()
+    assert rows.system_version.notna().all()
+    assert list((results / "raw" / name).glob("*.parquet"))
+    assert (tmp_path / f"{name}.png").stat().st_size > 10_000
+    recorded = json.loads((tmp_path / f"{name}.findings.json").read_text())
+    assert "paper" in recorded["headline"] and recorded["paper"] == "dl_storage_benchmarking" and recorded["claims"]
+    assert recorded["run"]["scale"] == scale
+    page = (tmp_path / f"{name}.html").read_text()
+    assert "Findings" in page and "Traceback" not in page
+    assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page
+    return rows, recorded
+
+
+AP_SMOKE_SYSTEMS = ["localfs", "rocksdb", "redis", "cassandra", "minio", "minio-obstore"]  # the clients' pairs too
+
+
 def test_access_pattern_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    notebooks.run("access_pattern", "smoke", out_dir=tmp_path, progress=False)
-    check_report(tmp_path, "access_pattern")
-    check_access_pattern_results(tmp_path / "access_pattern.csv", "smoke")
+    check_contract_report(tmp_path, "access_pattern", systems=AP_SMOKE_SYSTEMS)
+    results = tmp_path / "results" / "access_pattern"
+    check_access_pattern_results(results / "access_pattern.csv", "smoke", set(AP_SMOKE_SYSTEMS))
     assert "Seed 003 Table 5" in (tmp_path / "access_pattern.html").read_text()
+    redis = pd.read_csv(results / "clients_redis.csv")
+    assert len(redis) >= 2 and (redis.objects_per_s > 0).all()  # pure-Python and hiredis parsers
+    assert len(pd.read_csv(results / "harness.csv")) == 2
 
 
 def test_location_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    notebooks.run("location", "smoke", out_dir=tmp_path, progress=False)
-    rows = check_report(tmp_path, "location")
+    rows, recorded = check_contract_report(tmp_path, "location")
     systems = set(yaml.safe_load((ROOT / "params.yaml").read_text())["location"]["systems"])
     assert set(rows.system) == systems
     assert set(rows[rows.system == "redis"].location) == {"memory"}  # memory only, as in the paper
     assert {"memory", "disk-warm", "disk-cold"} <= set(rows.location)
     cold = rows[rows.location == "disk-cold"]
     assert (cold.resident_fraction < 0.5).all()
+    assert len(recorded["claims"]) == 7
 
 
 def test_format_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    notebooks.run("format", "smoke", out_dir=tmp_path, progress=False)
-    rows = check_report(tmp_path, "format")
-    assert set(rows.format) == {"raw", "pickle", "blob"}
-    usage = pd.read_csv(tmp_path / "format_usage.csv")
+    rows, recorded = check_contract_report(tmp_path, "format")
+    assert set(rows.format) >= {"raw", "pickle", "blob"}
+    usage = pd.read_csv(tmp_path / "results" / "format" / "format_usage.csv")
     assert (usage.usage_bytes > 0).all() and usage.usage_how.notna().all()
     assert set(usage.system) == set(rows.system)
+    assert {c["verdict"] for c in recorded["claims"]} <= {"holds", "does not hold", "inconclusive", "not comparable"}
+
+
+def test_format_analysis_is_pure_and_judges_the_paper(tmp_path):
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.format import analysis
+
+    rows = pd.DataFrame([{"experiment": "format", "system": "cassandra", "dataset": "mnist", "format": fmt,
+                          "samples_per_object": 1, "samples_per_request": 1, "access": "sequential",
+                          "location": "disk-warm", "network": "local", "seconds": seconds + 0.01 * r,
+                          "decode_seconds": 0.01, "system_version": "x"}
+                         for fmt, seconds in (("raw", 2.0), ("pickle", 1.0), ("blob", 1.0)) for r in range(3)])
+    usage = pd.DataFrame([{"system": "cassandra", "dataset": "mnist", "format": fmt, "n_samples": 100,
+                           "usage_bytes": size, "usage_how": "x"} for fmt, size in (("raw", 100), ("pickle", 11), ("blob", 11))])
+    found = analysis.analyse(ResultTables({"format": rows, "format_usage": usage}, {}))
+    space, _, download, decode = found.claims
+    assert space.value == pytest.approx(0.11) and space.verdict == "inconclusive"  # measured once: no CI
+    assert download.value == pytest.approx(2.0, rel=0.02) and download.verdict == "holds"
+    assert decode.verdict == "not comparable"
 
 
 def check_contract_report(results: Path, out: Path, name: str, scale: str = "smoke") -> pd.DataFrame:

@@ -1,40 +1,22 @@
-"""Access pattern (seed 003, Sec 5.2, Fig 4, Table 5): sequential one-by-one vs the full set
-in one request vs random requests of k samples, per system."""
+"""Analyse access_pattern (Cheng & Gunawi, Sec 5.2, Fig 4, Table 5) from its recorded tables: sequential
+one-by-one vs the full set in one request vs random requests of k samples, per system; the client
+comparisons (Redis parsers, measured; S3 clients, from the rows) and the harness check."""
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from storebench.data import datasets
-from storebench.core.results import ResultWriter
+from storebench.core.experiment import ResultTables
 from storebench.core.stats import summarize
-from storebench.data.workloads import Workload
+from storebench.experiments.dl_storage_benchmarking.published import ACCESS_PATTERN_FINDINGS as P, SEED_003_MACHINE, table5
+from storebench.report.findings import Findings, above, judge, not_comparable, ratio
 from storebench.report.tables import number
-from storebench.experiments.common import Run, has_server, loaded_reader, sweep
-
-EXPERIMENT = "access_pattern"
-SEED = "003"
 
 # The seed's Table 5 curve each of our systems is compared with. FerretDB's `$in` reads and
 # decodes the whole collection per request (a real mongod's uses its _id index), so the paper's
 # MongoDB curve is compared with the MongoDB API's concurrent single finds: one lookup per key,
 # like mongod's. They are no index reads either on FerretDB 1.24 (see stores/mongodb.py).
 PAPER_CURVE = {"redis": "redis", "cassandra": "cassandra", "mongodb-api-concurrent": "mongodb"}
-
-
-def workloads(config: dict, n_samples: int) -> list[Workload]:
-    spo, seed = 1, config["seed"]
-    plan = [Workload("sequential", 1, spo, n_samples, seed), Workload("full", 0, spo, n_samples, seed)]
-    plan += [Workload("random", k, spo, n_samples, seed) for k in config["samples_per_request"]]
-    return plan
-
-
-def run(config: dict, out_dir=None, progress: bool = True) -> Run:
-    run = Run(ResultWriter(EXPERIMENT, **({"out_dir": out_dir} if out_dir else {})))
-    sweep(run, config, datasets=[config["dataset"]], formats=[config["format"]], samples_per_object=[1],
-          plan=lambda n, spo: workloads(config, n), progress=progress)
-    run.writer.write()
-    return run
 
 
 def speedups(summary: pd.DataFrame) -> pd.DataFrame:
@@ -69,25 +51,11 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
     return summarize(rows)
 
 
-def harness_check(config: dict, systems=("rocksdb", "localfs"), location: str = "memory") -> pd.DataFrame:
-    """Harness overhead on the fastest stores (where it would show most), random k requests."""
-    from storebench.core.timing import harness_overhead
-
-    dataset = datasets.load(config["dataset"], config["n_samples"])
-    k = config.get("overhead_samples_per_request", 16)
-    rows = []
-    for system in systems:
-        with loaded_reader(system, location, dataset, config["format"], 1, progress=False) as reader:
-            rows.append(harness_overhead(reader, Workload("random", k, 1, len(dataset), config["seed"]), rounds=31))
-    return pd.DataFrame(rows)
-
-
 def figure(summary: pd.DataFrame, reference: pd.DataFrame):
     """(top) random-k download time per location; (bottom) speed-up vs k=1, ours vs the paper's."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
-    from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE
 
     locations = list(dict.fromkeys(summary.location))
     systems = list(dict.fromkeys(summary.system))
@@ -188,12 +156,10 @@ def mongodb_in_statement(rows: pd.DataFrame) -> str:
     return text
 
 
-def findings(speed: pd.DataFrame, rows: pd.DataFrame | None = None):
+def findings(speed: pd.DataFrame, rows: pd.DataFrame | None = None, with_server: set[str] = frozenset(),
+             claims: tuple = ()) -> Findings:
     """The paper's access-pattern findings next to ours, in numbers (``rows``: adds the
-    MongoDB API `$in` statement)."""
-    from storebench.experiments.dl_storage_benchmarking.published import ACCESS_PATTERN_FINDINGS as P, table5
-    from storebench.report.findings import Findings
-
+    MongoDB API `$in` statement; ``with_server``: the systems that run a server)."""
     main = speed[speed.location == "disk-warm"] if (speed.location == "disk-warm").any() else speed
     lines = ["| system | random k=1 / seq-1 (paper 1.10) | k=4 speed-up (paper 2x) | k=256 speed-up (paper 10x) "
              "| ours / paper at 256 | paper's same system at 256 | gains flatten after k (paper 16) |",
@@ -209,8 +175,8 @@ def findings(speed: pd.DataFrame, rows: pd.DataFrame | None = None):
     headline = (f"Random batches of 256 vs one-by-one ({main.location.iloc[0]}): from {worst.speedup_k256:.1f}x "
                 f"({worst.system}) to {best.speedup_k256:.1f}x ({best.system}); the paper saw ~10x on "
                 f"Redis/MongoDB/Cassandra over a 1 GbE LAN.")
-    servers = main[main.system.map(has_server)]
-    embedded = main[~main.system.map(has_server)]
+    servers = main[main.system.isin(with_server)]
+    embedded = main[~main.system.isin(with_server)]
     text = "\n".join([
         "**Paper (seed 003, Sec 5.2):** random k=1 is ~10% slower than sequential; batching is 2x faster "
         "at k=4 and 10x at k=256; gains slow down after k=16. Their systems were networked servers on a LAN, "
@@ -227,7 +193,7 @@ def findings(speed: pd.DataFrame, rows: pd.DataFrame | None = None):
         "",
         mongodb_in_statement(rows) if rows is not None else "",
     ])
-    return Findings(headline, text, overview_metrics(summary(rows)) if rows is not None else ())
+    return Findings(headline, text, overview_metrics(summary(rows)) if rows is not None else (), claims)
 
 
 def _paper_curve_cell(system: str, paper_k256: pd.Series) -> str:
@@ -237,29 +203,8 @@ def _paper_curve_cell(system: str, paper_k256: pd.Series) -> str:
     return f"{paper_k256[curve]:.1f}x ({curve})" if curve in paper_k256 else ""
 
 
-def client_tables(config: dict, rows: pd.DataFrame, out_dir=None) -> dict[str, pd.DataFrame]:
-    """The clients section: Redis k=256 with redis-py's pure-Python vs hiredis parser (+ redis-benchmark),
-    measured now on the same data; minio-py vs obstore on MinIO and RGW from this run's rows.
-    Written to ``<out>/access_pattern_clients_{redis,s3}.csv``."""
-    from storebench.core.results import write_table
-    from storebench.experiments.dl_storage_benchmarking import clients
-
-    tables = {"s3": clients.s3_clients(rows)}
-    if "redis" in config["systems"]:
-        dataset = datasets.load(config["dataset"], config["n_samples"])
-        tables["redis"] = clients.redis_parsers(dataset, config, k=max(config["samples_per_request"]))
-    written = dict(tables)
-    if "redis" not in tables:  # the file still exists (a DVC output), saying why it holds no measurement
-        written["redis"] = pd.DataFrame({"not_measured": ["redis is not among access_pattern.systems"]})
-    for name, table in written.items():
-        write_table(table, f"{EXPERIMENT}_clients_{name}", **({"out_dir": out_dir} if out_dir else {}))
-    return tables
-
-
 def overview_metrics(summary: pd.DataFrame) -> tuple:
     """Per system, random k=256 vs k=1 speed-up for the index (disk-warm where measured)."""
-    from storebench.report.findings import ratio
-
     rand = summary[summary.access == "random"]
     if rand.empty:
         return ()
@@ -273,3 +218,128 @@ def overview_metrics(summary: pd.DataFrame) -> tuple:
             one, many = at.loc[(system, 1)], at.loc[(system, 256)]
             metrics.append(ratio(system, column, one["mean"], one.ci95, many["mean"], many.ci95))
     return tuple(metrics)
+
+
+# --- the client comparisons (Redis measured by measure.py; S3 from the rows) ---------------------
+S3_PAIRS = {"MinIO": ("minio", "minio-obstore"), "Ceph RGW": ("rgw", "rgw-obstore")}
+S3_COLUMNS = ["server", "system", "client_config", "location", "samples_per_request", "object_bytes",
+              "objects_per_s", "vs_minio_py", "client_cpu_ms_per_object", "client_cpu_s_per_download_s"]
+
+
+def s3_clients(rows: pd.DataFrame, ks=(1, 256)) -> pd.DataFrame:
+    """minio-py vs obstore per S3 server at random k in ``ks``, from access-pattern rows (same run):
+    objects/s (mean over passes), the client's CPU per object and per download second."""
+    out = []
+    for server, (minio_py, obstore) in S3_PAIRS.items():
+        for k in ks:
+            base = None
+            for system in (minio_py, obstore):
+                sel = rows[(rows.system == system) & (rows.access == "random") & (rows.samples_per_request == k)]
+                if sel.empty:
+                    continue
+                rate = float((sel.n_samples / sel.seconds).mean())
+                base = base or rate
+                out.append({"server": server, "system": system, "client_config": sel.client_config.iloc[0],
+                            "location": sel.location.iloc[0], "samples_per_request": k,
+                            "object_bytes": float((sel.bytes / sel.n_samples).mean()), "objects_per_s": rate,
+                            "vs_minio_py": rate / base,
+                            "client_cpu_ms_per_object": float(sel.client_cpu_ms_per_object.mean()),
+                            "client_cpu_s_per_download_s": float((sel.client_cpu_seconds / sel.seconds).mean())})
+    return pd.DataFrame(out, columns=S3_COLUMNS)  # the columns even when no S3 pair was in the run
+
+
+def findings_text(redis: pd.DataFrame | None, s3: pd.DataFrame) -> str:
+    """Sentences with the measured ratios (nothing typed in)."""
+    lines = []
+    if redis is not None and len(redis) >= 2:
+        py, hi = redis.iloc[0], redis.iloc[1]
+        line = (f"Redis, random k={int(py.samples_per_request)}: redis-py with the hiredis parser reads "
+                f"{hi.objects_per_s:,.0f} objects/s, {hi.objects_per_s / py.objects_per_s:.2f}x its pure-Python "
+                f"parser ({py.objects_per_s:,.0f}/s)")
+        if len(redis) > 2:
+            ref = redis.iloc[2]
+            line += (f"; redis-benchmark's same HMGET reaches {ref.objects_per_s:,.0f}/s, so redis-py with hiredis "
+                     f"gets {hi.objects_per_s / ref.objects_per_s:.2f}x of what the server gives one C client")
+        lines.append(line + ".")
+    if s3.empty:
+        lines.append("S3 clients not compared: no minio/minio-obstore or rgw/rgw-obstore pair among the systems.")
+    for (server, k), group in s3.groupby(["server", "samples_per_request"], sort=False):
+        if len(group) < 2:
+            continue
+        mp, ob = group.iloc[0], group.iloc[1]
+        lines.append(f"{server}, random k={k} ({mp.object_bytes:,.0f}-byte objects): obstore {ob.objects_per_s:,.0f} "
+                     f"objects/s = {ob.vs_minio_py:.2f}x minio-py ({mp.objects_per_s:,.0f}/s); client CPU "
+                     f"{mp.client_cpu_ms_per_object:.2f} vs {ob.client_cpu_ms_per_object:.2f} ms per object, i.e. the "
+                     f"minio-py client alone kept {mp.client_cpu_s_per_download_s:.2f} of the 2 cores busy per "
+                     f"second of download (obstore {ob.client_cpu_s_per_download_s:.2f}).")
+    return "\n\n".join(lines)
+
+
+def redis_clients(tables: ResultTables) -> pd.DataFrame | None:
+    """The Redis parser table, or None where it was not measured (its row says why)."""
+    table = tables.get("clients_redis")
+    return None if table is None or "not_measured" in table or table.empty else table
+
+
+def servers(systems: pd.DataFrame) -> set[str]:
+    """The systems that run a server (from the recorded ``systems`` table)."""
+    return set(systems[systems.has_server.astype(bool)].system) if len(systems) else set()
+
+
+def analyse(tables: ResultTables) -> Findings:
+    rows = tables["access_pattern"]
+    table, with_server = summary(rows), servers(tables["systems"])
+    return findings(speedups(table), rows, with_server, claims(table))
+
+
+def figures(tables: ResultTables) -> dict:
+    return {"download_time": figure(summary(tables["access_pattern"]), table5())}
+
+
+# --- the paper's claims (Sec 5.2, Table 5) ----------------------------------------------------------
+
+def _times(summary: pd.DataFrame, system: str, location: str) -> pd.DataFrame:
+    part = summary[(summary.system == system) & (summary.location == location)]
+    return part[part.access == "random"].set_index("samples_per_request")
+
+
+def claims(summary: pd.DataFrame) -> tuple:
+    """Judged on the systems compared with the paper's curves (PAPER_CURVE), each at disk-warm where measured."""
+    made = []
+    for system, theirs in PAPER_CURVE.items():
+        mine = summary[summary.system == system]  # disk-warm where measured (Redis: memory, noted by measure)
+        where = "disk-warm" if (mine.location == "disk-warm").any() or mine.empty else mine.location.iloc[0]
+        rand = _times(summary, system, where)
+        seq = summary[(summary.system == system) & (summary.location == where) & (summary.access == "sequential")]
+        label = f"{system} ({where}; the paper's {theirs})"
+        statement = "Random access one sample per request is about 10% slower than sequential."
+        if 1 in rand.index and len(seq):
+            m = ratio(system, "random k=1 / sequential 1", rand.loc[1, "mean"], rand.loc[1, "ci95"],
+                      seq["mean"].iloc[0], seq.ci95.iloc[0])
+            made.append(judge("Sec 5.2", statement, f"{label} {m.column}", m.value, m.ci95, above(1.0)))
+        else:
+            made.append(not_comparable("Sec 5.2", statement, f"{label} random k=1 / sequential",
+                                       f"{system} not measured at {where} at this scale"))
+        for k, paper_speedup, rule in ((4, P["speedup_k4"], above(1.5)), (256, P["speedup_k256"], above(5.0))):
+            statement = f"Random batches of k={k} are about {paper_speedup:g}x faster than k=1."
+            if {1, k} <= set(rand.index):
+                m = ratio(system, f"random k=1 / k={k} time", rand.loc[1, "mean"], rand.loc[1, "ci95"],
+                          rand.loc[k, "mean"], rand.loc[k, "ci95"])
+                made.append(judge("Sec 5.2, Table 5", statement, f"{label} {m.column}", m.value, m.ci95, rule))
+            else:
+                made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} random k=1 / k={k} time",
+                                           f"{system} at k=1 and k={k} not measured at this scale "
+                                           "(params.yaml access_pattern.samples_per_request)"))
+        knee = P["flattens_at_k"]
+        statement = f"Gains slow down after k={knee}: less is gained from k={knee} to 256 than from 1 to {knee}."
+        if {1, knee, 256} <= set(rand.index):
+            t = rand["mean"]
+            low = ratio(system, "", t[1], rand.loc[1, "ci95"], t[knee], rand.loc[knee, "ci95"])
+            high = ratio(system, "", t[knee], rand.loc[knee, "ci95"], t[256], rand.loc[256, "ci95"])
+            m = ratio(system, f"(k=1 / k={knee} speed-up) / (k={knee} / k=256 speed-up)", low.value, low.ci95,
+                      high.value, high.ci95)
+            made.append(judge("Sec 5.2, Table 5", statement, f"{label} {m.column}", m.value, m.ci95, above(1.0)))
+        else:
+            made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} gain before and after k={knee}",
+                                       f"{system} at k=1, {knee} and 256 not measured at this scale"))
+    return tuple(made)

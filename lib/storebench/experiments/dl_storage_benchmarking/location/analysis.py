@@ -1,39 +1,18 @@
-"""Storage location (seed 003, Sec 5.1, Fig 2, Tables 4 and 6): the same sequential read, one
-sample per request (and the full set in one request where the system has it), with the data in
-memory, on a warm local disk, and on a cold local disk, for every system and dataset.
-
-Cold comes in two kinds (storebench.testbed.locations): ``disk-cold`` is really cold (a local server is
-restarted, its files evicted; an embedded store reopened, its files evicted) and
-``disk-cold-pagecache`` evicts only the page cache under a running server, which keeps its own
-caches. Each row's ``cold_method`` says which was done; the difference between the two is what
-the servers' own caches are worth."""
+"""Analyse location (Cheng & Gunawi, Sec 5.1, Fig 2, Tables 4 and 6) from its recorded tables: the same
+sequential read, one sample per request, with the data in memory, on a warm local disk and on a cold
+local disk (``disk-cold``: servers restarted, embedded stores reopened, files evicted;
+``disk-cold-pagecache``: the page cache evicted under a running server), for every system and dataset."""
 from __future__ import annotations
 
 import pandas as pd
 
-from storebench.testbed.locations import COLD_LOCATIONS, COLD_METHODS
-from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE, table4, table6
-from storebench.core.results import ResultWriter
+from storebench.core.experiment import ResultTables
 from storebench.core.stats import summarize
-from storebench.data.workloads import Workload
+from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE, table4, table6
+from storebench.report.findings import Findings, above, below, judge, not_comparable, ratio
 from storebench.report.tables import number
-from storebench.experiments.common import Run, has_server, sweep
 
-EXPERIMENT = "location"
-SEED = "003"
 ORDER = ["memory", "disk-warm", "disk-cold-pagecache", "disk-cold"]
-
-
-def workloads(n_samples: int, spo: int, seed: int) -> list[Workload]:
-    return [Workload("sequential", 1, spo, n_samples, seed), Workload("full", 0, spo, n_samples, seed)]
-
-
-def run(config: dict, out_dir=None, progress: bool = True) -> Run:
-    run = Run(ResultWriter(EXPERIMENT, **({"out_dir": out_dir} if out_dir else {})))
-    sweep(run, config, datasets=config["datasets"], formats=[config["format"]], samples_per_object=[1],
-          plan=lambda n, spo: workloads(n, spo, config["seed"]), progress=progress)
-    run.writer.write()
-    return run
 
 
 def summary(rows: pd.DataFrame) -> pd.DataFrame:
@@ -52,19 +31,25 @@ def ratios(summary: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def cold_methods(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per cold location, system and dataset: what a cold repeat did (``COLD_METHODS``), the most of
-    the store's files left in the page cache before a repeat, and the server restart time (kept out
-    of the read time)."""
-    cold = rows[rows.location.isin(COLD_LOCATIONS)]
+def cold_methods(rows: pd.DataFrame, names: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per cold location, system and dataset: what a cold repeat did (``names``: the recorded
+    ``cold_method_names`` table), the most of the store's files left in the page cache before a repeat,
+    and the server restart time (kept out of the read time)."""
+    cold = rows[rows.cold_method.notna() & (rows.cold_method.astype(str) != "")]
     if cold.empty:
         return pd.DataFrame(columns=["dataset", "system", "location", "cold_method", "what_was_done",
                                      "max_resident_fraction", "server_restart_seconds"])
     table = cold.groupby(["dataset", "system", "location", "cold_method"], sort=False).agg(
         max_resident_fraction=("resident_fraction", "max"),
         server_restart_seconds=("server_restart_seconds", "mean")).reset_index()
-    table.insert(4, "what_was_done", table.cold_method.map(COLD_METHODS))
+    described = dict(zip(names.cold_method, names.what_was_done)) if names is not None and len(names) else {}
+    table.insert(4, "what_was_done", table.cold_method.map(described))
     return table
+
+
+def servers(systems: pd.DataFrame) -> set[str]:
+    """The systems that run a server (from the recorded ``systems`` table)."""
+    return set(systems[systems.has_server.astype(bool)].system) if len(systems) else set()
 
 
 def paper_reference() -> pd.DataFrame:
@@ -96,10 +81,9 @@ def figure(summary: pd.DataFrame):
     return fig
 
 
-def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None = None):
-    """``methods``: ``cold_methods(rows)``, for the server restart times."""
-    from storebench.report.findings import Findings
-
+def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None = None,
+             with_server: set[str] = frozenset(), claims: tuple = ()) -> Findings:
+    """``methods``: ``cold_methods(rows)``, for the server restart times; ``with_server``: ``servers(...)``."""
     r = ratios(summary)
     ref = paper_reference()
     lines = ["| dataset | system | ours: disk-cold / memory | ours: disk-cold-pagecache / memory "
@@ -110,13 +94,13 @@ def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None
         theirs = theirs.sort_values("format", key=lambda f: f != "pickle")  # pickle first, else what they had
         paper = (f"{number(theirs.disk_vs_memory.iloc[0], '.2f')} ({theirs.format.iloc[0]})"
                  if len(theirs) and pd.notna(theirs.disk_vs_memory.iloc[0]) else "-")
-        pagecache = number(row.get("disk-cold-pagecache_vs_memory"), ".2f") if has_server(row.system) else "-"
+        pagecache = number(row.get("disk-cold-pagecache_vs_memory"), ".2f") if row.system in with_server else "-"
         lines.append(f"| {row.dataset} | {row.system} | {number(row.get('disk-cold_vs_memory'), '.2f')} | "
                      f"{pagecache} | {number(row.get('disk-warm_vs_memory'), '.2f')} | {paper} |")
     seq = summary[(summary.access == "sequential") & (summary.location == "memory")]
     seq_m = seq[seq.dataset == seq.dataset.iloc[0]].set_index("system")["mean"] if len(seq) else pd.Series(dtype=float)
     fastest = seq_m.idxmin() if len(seq_m) else "n/a"
-    servers = seq_m[[s for s in seq_m.index if has_server(s)]]
+    servers = seq_m[[s for s in seq_m.index if s in with_server]]
     cold = r["disk-cold_vs_memory"] if "disk-cold_vs_memory" in r else pd.Series(dtype=float)
     theirs = ref.disk_vs_memory.dropna()
     headline = (f"Sequential one-by-one reads ({n_samples} samples): a cold local disk costs "
@@ -142,7 +126,7 @@ def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None
         _restart_times(methods),
         _dataset_ratio(summary),
     ])
-    return Findings(headline, text, overview_metrics(summary))
+    return Findings(headline, text, overview_metrics(summary), claims)
 
 
 def _restart_times(methods: pd.DataFrame | None) -> str:
@@ -167,8 +151,6 @@ def _dataset_ratio(summary: pd.DataFrame) -> str:
 
 def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
     """Per system, disk-cold / memory time of sequential one-by-one reads, for the index."""
-    from storebench.report.findings import ratio
-
     seq = summary[(summary.access == "sequential") & (summary.dataset == dataset)].set_index(["system", "location"])
     column = f"disk-cold / memory time, sequential 1 per request, {dataset} (location)"
     metrics = []
@@ -177,3 +159,90 @@ def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
             cold, memory = seq.loc[(system, "disk-cold")], seq.loc[(system, "memory")]
             metrics.append(ratio(system, column, cold["mean"], cold.ci95, memory["mean"], memory.ci95))
     return tuple(metrics)
+
+
+def analyse(tables: ResultTables) -> Findings:
+    rows = tables["location"]
+    table, with_server = summary(rows), servers(tables["systems"])
+    methods = cold_methods(rows, tables.get("cold_method_names"))
+    n_samples = int(rows.n_samples.iloc[0]) if len(rows) else 0
+    return findings(table, n_samples, methods, with_server, claims(table, with_server))
+
+
+def figures(tables: ResultTables) -> dict:
+    return {"download_time": figure(summary(tables["location"]))}
+
+
+# --- the paper's claims (Sec 5.1) ------------------------------------------------------------------
+PAPER_SERVERS = ["cassandra", "mongodb-api", "minio", "ceph"]  # the paper's disk-backed systems, as we run them
+OBJECT_STORES, KEY_VALUE = ["minio", "ceph"], ["cassandra", "mongodb-api"]
+COLD_ORDER = ["disk-cold", "disk-cold-pagecache"]  # the coldest measured is the paper's HDD after vmtouch
+
+
+def _seq(summary: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    return summary[(summary.access == "sequential") & (summary.dataset == dataset)].set_index(["system", "location"])
+
+
+def _vs_memory(seq: pd.DataFrame, system: str):
+    """The coldest measured location / memory for ``system``, as a Metric, or None."""
+    for location in COLD_ORDER:
+        if (system, location) in seq.index and (system, "memory") in seq.index:
+            cold, memory = seq.loc[(system, location)], seq.loc[(system, "memory")]
+            return ratio(system, f"{location} / memory", cold["mean"], cold.ci95, memory["mean"], memory.ci95)
+    return None
+
+
+def _quotient(a, b, system: str, column: str):
+    """a / b of two Metrics (relative CIs added in quadrature)."""
+    return ratio(system, column, a.value, a.ci95, b.value, b.ci95)
+
+
+def claims(summary: pd.DataFrame, with_server: set[str] = frozenset(), dataset: str = "mnist") -> tuple:
+    seq, made, where = _seq(summary, dataset), [], "Sec 5.1, Fig 2, Table 4"
+    for system in PAPER_SERVERS:
+        statement = f"Memory < disk: {system} reads slower from a cold disk than from memory."
+        gain = _vs_memory(seq, system)
+        if gain is None:
+            made.append(not_comparable(where, statement, f"{system} cold disk / memory time",
+                                       f"{system} in memory and on a cold disk not measured at this scale"))
+        else:
+            made.append(judge(where, statement, f"{system} {gain.column}, sequential 1/request, {dataset}",
+                              gain.value, gain.ci95, above(1.0)))
+    statement = "Object stores (MinIO, Ceph) are more sensitive to location than the key-value databases."
+    objects = [m for m in (_vs_memory(seq, s) for s in OBJECT_STORES) if m is not None]
+    kvs = [m for m in (_vs_memory(seq, s) for s in KEY_VALUE) if m is not None]
+    if not objects or not kvs:
+        made.append(not_comparable(where, statement, "object store / key-value cold-vs-memory ratio",
+                                   "an object store and a key-value database in memory and cold not measured"))
+    else:
+        least, most = min(objects, key=lambda m: m.value), max(kvs, key=lambda m: m.value)
+        q = _quotient(least, most, least.system, f"{least.system} {least.column} over {most.system} {most.column}")
+        made.append(judge(where, statement, f"least sensitive object store over most sensitive key-value database: "
+                          f"{q.column}", q.value, q.ci95, above(1.0)))
+    statement = "Redis (memory only) is at least 2x faster than the other systems."
+    others = [s for s in PAPER_SERVERS if (s, "memory") in seq.index]
+    if ("redis", "memory") not in seq.index or not others:
+        made.append(not_comparable(where, statement, "fastest other server / Redis, memory",
+                                   "Redis and another server in memory not measured at this scale"))
+    else:
+        fastest = min(others, key=lambda s: seq.loc[(s, "memory"), "mean"])
+        a, b = seq.loc[(fastest, "memory")], seq.loc[("redis", "memory")]
+        q = ratio("redis", f"{fastest} / redis time, memory", a["mean"], a.ci95, b["mean"], b.ci95)
+        made.append(judge(where, statement, f"fastest other server over Redis: {q.column}, sequential 1/request, "
+                          f"{dataset}", q.value, q.ci95, above(2.0)))
+    made.append(_cifar_claim(summary))
+    return tuple(made)
+
+
+def _cifar_claim(summary: pd.DataFrame):
+    where, statement = "Sec 5.1, Tables 4 and 6", "CIFAR-10 (4x the bytes of MNIST) takes only up to ~30% longer."
+    seq = summary[summary.access == "sequential"].set_index(["dataset", "system", "location"])
+    pairs = [(s, l) for d, s, l in seq.index if d == "cifar10" and ("mnist", s, l) in seq.index]
+    if not pairs:
+        return not_comparable(where, statement, "CIFAR-10 / MNIST time, same system and location",
+                              "CIFAR-10 not measured at this scale (params.yaml location.datasets)")
+    worst = max((ratio(s, f"{s} at {l}", seq.loc[("cifar10", s, l), "mean"], seq.loc[("cifar10", s, l), "ci95"],
+                       seq.loc[("mnist", s, l), "mean"], seq.loc[("mnist", s, l), "ci95"]) for s, l in pairs),
+                key=lambda m: m.value)
+    return judge(where, statement, f"largest CIFAR-10 / MNIST time ({worst.column}), sequential 1/request",
+                 worst.value, worst.ci95, below(1.3))

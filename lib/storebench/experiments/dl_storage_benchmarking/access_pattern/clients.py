@@ -4,7 +4,8 @@ measured in one run on one server.
 - Redis: redis-py's pure-Python reply parser vs the hiredis C parser (two stores on one server,
   the same data, the same random k-sample HMGETs, alternating), with ``redis-benchmark`` (C,
   one connection, no pipelining) sending the same HMGET as a reference for what the server gives.
-- S3: minio-py vs obstore on MinIO and on RGW, from the access-pattern rows of the same run.
+- S3: minio-py vs obstore on MinIO and on RGW, from the access-pattern rows of the same run: computed
+  from the recorded rows by the analysis (``analysis.s3_clients``), not measured here.
 """
 from __future__ import annotations
 
@@ -23,8 +24,6 @@ from storebench.stores.systems import ServicePool, open_system
 from storebench.core.timing import measure
 from storebench.data.workloads import Workload
 from storebench.experiments.common import loaded_reader
-
-S3_PAIRS = {"MinIO": ("minio", "minio-obstore"), "Ceph RGW": ("rgw", "rgw-obstore")}
 
 
 def redis_parsers(dataset: Dataset, config: dict, k: int = 256, rounds: int = 3) -> pd.DataFrame:
@@ -80,56 +79,3 @@ def redis_benchmark(store, k: int, requests: int = 2000) -> dict | None:
                                                  f"HMGET of fields 0..{k - 1}, replies not checked)",
             "access": "fixed", "samples_per_request": k, "objects_per_s": rate, "objects_per_s_min": np.nan,
             "objects_per_s_max": np.nan, "client_cpu_ms_per_object": np.nan, "passes": 1}
-
-
-S3_COLUMNS = ["server", "system", "client_config", "location", "samples_per_request", "object_bytes",
-              "objects_per_s", "vs_minio_py", "client_cpu_ms_per_object", "client_cpu_s_per_download_s"]
-
-
-def s3_clients(rows: pd.DataFrame, ks=(1, 256)) -> pd.DataFrame:
-    """minio-py vs obstore per S3 server at random k in ``ks``, from access-pattern rows (same run):
-    objects/s (mean over passes), the client's CPU per object and per download second."""
-    out = []
-    for server, (minio_py, obstore) in S3_PAIRS.items():
-        for k in ks:
-            base = None
-            for system in (minio_py, obstore):
-                sel = rows[(rows.system == system) & (rows.access == "random") & (rows.samples_per_request == k)]
-                if sel.empty:
-                    continue
-                rate = float((sel.n_samples / sel.seconds).mean())
-                base = base or rate
-                out.append({"server": server, "system": system, "client_config": sel.client_config.iloc[0],
-                            "location": sel.location.iloc[0], "samples_per_request": k,
-                            "object_bytes": float((sel.bytes / sel.n_samples).mean()), "objects_per_s": rate,
-                            "vs_minio_py": rate / base,
-                            "client_cpu_ms_per_object": float(sel.client_cpu_ms_per_object.mean()),
-                            "client_cpu_s_per_download_s": float((sel.client_cpu_seconds / sel.seconds).mean())})
-    return pd.DataFrame(out, columns=S3_COLUMNS)  # the columns even when no S3 pair was in the run
-
-
-def findings_text(redis: pd.DataFrame | None, s3: pd.DataFrame) -> str:
-    """Sentences with the measured ratios (nothing typed in)."""
-    lines = []
-    if redis is not None and len(redis) >= 2:
-        py, hi = redis.iloc[0], redis.iloc[1]
-        line = (f"Redis, random k={int(py.samples_per_request)}: redis-py with the hiredis parser reads "
-                f"{hi.objects_per_s:,.0f} objects/s, {hi.objects_per_s / py.objects_per_s:.2f}x its pure-Python "
-                f"parser ({py.objects_per_s:,.0f}/s)")
-        if len(redis) > 2:
-            ref = redis.iloc[2]
-            line += (f"; redis-benchmark's same HMGET reaches {ref.objects_per_s:,.0f}/s, so redis-py with hiredis "
-                     f"gets {hi.objects_per_s / ref.objects_per_s:.2f}x of what the server gives one C client")
-        lines.append(line + ".")
-    if s3.empty:
-        lines.append("S3 clients not compared: no minio/minio-obstore or rgw/rgw-obstore pair among the systems.")
-    for (server, k), group in s3.groupby(["server", "samples_per_request"], sort=False):
-        if len(group) < 2:
-            continue
-        mp, ob = group.iloc[0], group.iloc[1]
-        lines.append(f"{server}, random k={k} ({mp.object_bytes:,.0f}-byte objects): obstore {ob.objects_per_s:,.0f} "
-                     f"objects/s = {ob.vs_minio_py:.2f}x minio-py ({mp.objects_per_s:,.0f}/s); client CPU "
-                     f"{mp.client_cpu_ms_per_object:.2f} vs {ob.client_cpu_ms_per_object:.2f} ms per object, i.e. the "
-                     f"minio-py client alone kept {mp.client_cpu_s_per_download_s:.2f} of the 2 cores busy per "
-                     f"second of download (obstore {ob.client_cpu_s_per_download_s:.2f}).")
-    return "\n\n".join(lines)
