@@ -58,7 +58,7 @@ def test_wrong_type_in_preset_names_the_preset_key():
 
 
 def test_unknown_store_in_params_lists_valid_ones():
-    with pytest.raises(ParamsError, match=r"granularity.systems\[1\] = \['rocksdb', 'mysql'\]: unknown system 'mysql'; valid: .*rocksdb"):
+    with pytest.raises(ParamsError, match=r"granularity.systems\[1\] = 'mysql': unknown system 'mysql'; valid: .*rocksdb"):
         experiment_config(EXPERIMENT, "paper", params(systems=["rocksdb", "mysql"]))
 
 

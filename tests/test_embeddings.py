@@ -139,10 +139,10 @@ def em_config(tmp_path, overrides=None, **section) -> em.Settings:
 
 
 @pytest.mark.parametrize("overrides,message", [
-    ({"batch_sizes": [0, 64]}, r"override batch_sizes\[0\] = \[0, 64\]: Input should be greater than or equal to 1"),
-    ({"batch_sizes": [-16]}, r"override batch_sizes\[0\] = \[-16\]: Input should be greater than or equal to 1"),
-    ({"tables": ["rocksdb", "cassandra"]}, r"override tables\[1\] = .*unknown embedding table 'cassandra'; valid: "),
-    ({"streams": ["uniform"]}, r"override streams\[0\] = .*unknown key stream 'uniform'"),
+    ({"batch_sizes": [0, 64]}, r"override batch_sizes\[0\] = 0: Input should be greater than or equal to 1"),
+    ({"batch_sizes": [-16]}, r"override batch_sizes\[0\] = -16: Input should be greater than or equal to 1"),
+    ({"tables": ["rocksdb", "cassandra"]}, r"override tables\[1\] = 'cassandra': unknown embedding table 'cassandra'; valid: "),
+    ({"streams": ["uniform"]}, r"override streams\[0\] = 'uniform': unknown key stream 'uniform'"),
     ({"sparse_fraction": 1.5}, "override sparse_fraction = 1.5: Input should be less than or equal to 1"),
     ({"power_law_alpha": 1}, "override power_law_alpha = 1: Input should be greater than 1"),
 ])
@@ -152,9 +152,9 @@ def test_bad_overrides_name_their_key(tmp_path, overrides, message):
 
 
 @pytest.mark.parametrize("fixed,message", [
-    ({**TINY["fixed"], "batch_size": 0}, r"embeddings.fixed = .*'batch_size': 0.*greater than or equal to 1"),
-    ({"dataset_size": 256, "table_rows": 64, "embedding_size": 8}, "embeddings.fixed is missing"),  # batch_size
-    ({**TINY["fixed"], "update": "partial"}, r"embeddings.fixed = .*'partial'.*'dense' or 'sparse'"),
+    ({**TINY["fixed"], "batch_size": 0}, r"embeddings.fixed.batch_size = 0: Input should be greater than or equal to 1"),
+    ({"dataset_size": 256, "table_rows": 64, "embedding_size": 8}, r"embeddings.fixed.batch_size is missing"),
+    ({**TINY["fixed"], "update": "partial"}, r"embeddings.fixed.update = 'partial': Input should be 'dense' or 'sparse'"),
 ])
 def test_a_bad_fixed_point_names_its_params_path(tmp_path, fixed, message):
     with pytest.raises(config.ParamsError, match=message):

@@ -67,14 +67,14 @@ def test_unreachable_server_is_a_clear_connection_error():
 
 def test_killed_server_in_an_experiment_stops_the_experiment(tmp_path, monkeypatch):
     """Through the experiment code path: the first failing system ends the run; no CSV appears."""
-    from storebench.experiments.dl_storage_benchmarking import access_pattern
+    from storebench.pipeline import run
 
-    config = {"dataset": "synthetic", "n_samples": 500, "format": "pickle", "systems": ["redis"],
-              "locations": ["memory"], "samples_per_request": [1], "repeats": 1, "seed": 0, "scale": "smoke",
-              "endpoints": {"redis": {"host": "127.0.0.1", "port": 6393, "password": "x"}}}
+    overrides = {"dataset": "synthetic", "n_samples": 500, "systems": ["redis"], "locations": ["memory"],
+                 "samples_per_request": [1], "repeats": 1,
+                 "endpoints": {"redis": {"host": "127.0.0.1", "port": 6393, "password": "x"}}}
     with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6393"):
-        access_pattern.run(config, out_dir=tmp_path, progress=False)
-    assert not (tmp_path / "access_pattern.csv").exists()
+        run.measure("access_pattern", "smoke", results_root=tmp_path, overrides=overrides, progress=False)
+    assert not list(tmp_path.rglob("*.csv")) and not (tmp_path / "access_pattern").exists()
 
 
 # ------------------------------------------------------------------ faults a user meets (issue 8)

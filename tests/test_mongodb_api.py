@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from storebench.core import config as cfg
-from storebench.experiments.dl_storage_benchmarking import access_pattern as ap
+from storebench.experiments.dl_storage_benchmarking.access_pattern import analysis as ap
+from storebench.pipeline import run
 from storebench.stores import get_store_class
 
 from conftest import value_for
@@ -36,10 +36,10 @@ def test_concurrent_batch_is_single_finds_in_flight(servers):
 
 def test_in_statement_is_computed_from_the_rows(prepared_mnist, servers, tmp_path):
     svc = servers.get("mongodb-ferretdb")
-    settings = cfg.experiment_config(ap.EXPERIMENT, "smoke", cfg.load_params(), {
+    tables = run.measure("access_pattern", "smoke", results_root=tmp_path, progress=False, overrides={
         "systems": ["mongodb-api", "mongodb-api-concurrent"], "locations": ["disk-warm"],
         "endpoints": {"mongodb-ferretdb": {k: v for k, v in svc.endpoint().items() if k != "system"}}})
-    rows = ap.run(settings, out_dir=tmp_path, progress=False).rows
+    settings, rows = tables.settings, tables["access_pattern"]
     text = ap.mongodb_in_statement(rows)
 
     k_hi = max(settings["samples_per_request"])
@@ -52,4 +52,4 @@ def test_in_statement_is_computed_from_the_rows(prepared_mnist, servers, tmp_pat
     assert f"k={k_hi} is {speed['mongodb-api']:.1f}x faster than k=1 (one scan" in text
     assert f"one lookup per key as in mongod) it is {speed['mongodb-api-concurrent']:.1f}x." in text
     assert ap.mongodb_in_statement(rows[rows.system != "mongodb-api"]) == ""
-    assert text in ap.findings(ap.speedups(ap.summary(rows)), rows).markdown
+    assert text in ap.analyse(tables).markdown

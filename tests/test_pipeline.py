@@ -20,10 +20,10 @@ def test_dvc_yaml_lists_exactly_what_each_stage_imports():
 
 def test_a_missing_module_is_reported(tmp_path):
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    doc["stages"]["format"]["deps"].remove("lib/storebench/core/timing.py")
+    doc["stages"]["measure_format"]["deps"].remove("lib/storebench/core/timing.py")
     changed = tmp_path / "dvc.yaml"
     changed.write_text(yaml.safe_dump(doc, sort_keys=False))
-    assert pipeline.check(changed) == {"format": {"missing": ["lib/storebench/core/timing.py"], "extra": []}}
+    assert pipeline.check(changed) == {"measure_format": {"missing": ["lib/storebench/core/timing.py"], "extra": []}}
 
 
 def measuring_stage(name: str) -> str:

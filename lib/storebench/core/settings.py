@@ -29,14 +29,15 @@ class ParamsError(ValueError):
     pass
 
 
-def _one_of(kind: str, known):
-    """A validator: the value (or each value of a list) is one of ``known()``."""
+def one_of(kind: str, known) -> AfterValidator:
+    """A validator: the value is one of ``known`` (a collection, or a function returning one, for
+    registries that are imported only when settings are checked)."""
     def check(value):
-        valid = known()
+        valid = known() if callable(known) else known
         if value not in valid:
-            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(sorted(valid))}")
+            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(sorted(map(str, valid)))}")
         return value
-    return check
+    return AfterValidator(check)
 
 
 def _stores():
@@ -69,11 +70,11 @@ def _services():
     return LOCAL_SERVICES
 
 
-StoreName = Annotated[str, AfterValidator(_one_of("system", _stores))]
-LocationName = Annotated[str, AfterValidator(_one_of("location", _locations))]
-FormatName = Annotated[str, AfterValidator(_one_of("format", _formats))]
-DatasetName = Annotated[str, AfterValidator(_one_of("dataset", _datasets))]
-NetProfileName = Annotated[str, AfterValidator(_one_of("network profile", _net_profiles))]
+StoreName = Annotated[str, one_of("system", _stores)]
+LocationName = Annotated[str, one_of("location", _locations)]
+FormatName = Annotated[str, one_of("format", _formats)]
+DatasetName = Annotated[str, one_of("dataset", _datasets)]
+NetProfileName = Annotated[str, one_of("network profile", _net_profiles)]
 PositiveInt = Annotated[int, Field(ge=1, strict=True)]
 NonNegativeInt = Annotated[int, Field(ge=0, strict=True)]
 PositiveFloat = Annotated[float, Field(gt=0)]
@@ -167,14 +168,17 @@ def _explain(error: ValidationError, config: dict, origin: dict, settings_class)
     problems = []
     for item in error.errors():
         key = str(item["loc"][0]) if item["loc"] else "?"
-        where = origin.get(key, key) + "".join(f"[{p}]" for p in item["loc"][1:] if not isinstance(p, str))
+        nested = item["loc"][1:]
+        where = origin.get(key, key) + "".join(f".{p}" if isinstance(p, str) else f"[{p}]" for p in nested)
         if item["type"] == "extra_forbidden":
-            problems.append(f"unknown key {where}; known keys: {', '.join(sorted(settings_class.model_fields))}")
+            known = sorted(settings_class.model_fields) if not nested else []
+            problems.append(f"unknown key {where}" + (f"; known keys: {', '.join(known)}" if known else ""))
         elif item["type"] == "missing":
-            problems.append(f"{where} is missing ({_field_help(settings_class, key)})")
+            problems.append(f"{where} is missing" + ("" if nested else f" ({_field_help(settings_class, key)})"))
         else:
             message = item["msg"].removeprefix("Value error, ")
-            problems.append(f"{where} = {config.get(key)!r}: {message}")
+            value = item.get("input", config.get(key)) if nested else config.get(key)
+            problems.append(f"{where} = {value!r}: {message}")
     return "params.yaml: " + "; ".join(problems)
 
 

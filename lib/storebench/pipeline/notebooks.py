@@ -45,9 +45,20 @@ def render_html(notebook: Path, target: Path) -> Path:
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nbformat.read(notebook, as_version=4))
+    node = nbformat.read(notebook, as_version=4)
+    body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
     target.write_text(body, encoding="utf-8")
     return target
+
+
+def title(node) -> str:
+    """The page title: the notebook's first heading (nbconvert would say "Notebook")."""
+    for cell in node.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return line[2:].strip() + " - storebench"
+    return "storebench report"
 
 
 def main(argv=None):

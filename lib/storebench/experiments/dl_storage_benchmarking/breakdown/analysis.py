@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from storebench.experiments.dl_storage_benchmarking.breakdown import IN_NAMESPACE, LOCAL_READ_LOCATION
 from storebench.core.experiment import ResultTables
 from storebench.core.rows import LOCAL_NETWORK, NET_COLUMNS
 from storebench.core.stats import summarize
@@ -12,11 +13,6 @@ from storebench.experiments.dl_storage_benchmarking.published import FIG3_CASSAN
 from storebench.report.findings import Findings, Metric, below, judge, not_comparable, above, within
 from storebench.report.tables import number
 
-IN_NAMESPACE = "same namespace"
-# A server's cold read here evicts its files' pages under the running server (disk-cold-pagecache):
-# restarting it inside the namespace between passes (disk-cold) is not built. localfs's counterpart
-# of that cold read is its own disk-cold (files evicted, reopened).
-LOCAL_READ_LOCATION = {"disk-cold-pagecache": "disk-cold"}
 NETWORK_BAND = (0.05, 0.15)  # "approximately 10%"
 
 

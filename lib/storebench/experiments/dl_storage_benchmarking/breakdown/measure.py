@@ -40,7 +40,7 @@ from storebench.data.formats import get_format
 from storebench.data.workloads import Workload
 from storebench.experiments.common import (Run, Skipped, failure, has_server, loaded_reader, measure_into, record,
                                            record_skipped, system_locations)
-from storebench.experiments.dl_storage_benchmarking.breakdown.analysis import IN_NAMESPACE, LOCAL_READ_LOCATION
+from storebench.experiments.dl_storage_benchmarking.breakdown import IN_NAMESPACE, LOCAL_READ_LOCATION
 from storebench.stores import get_store_class
 from storebench.stores.readers import ObjectReader
 from storebench.stores.systems import ServicePool

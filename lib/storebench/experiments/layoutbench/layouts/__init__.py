@@ -5,3 +5,7 @@ EXPERIMENT = Experiment(
     name="layouts", paper="layoutbench", reference="Secs 3-5, Table 1, Findings 1-4",
     question="How should an image dataset be laid out on cloud object storage for metadata-driven retrieval: "
              "one object per image, tar shards, Parquet blobs (or Lance), by time, bytes transferred and cost?")
+
+# The vocabulary both steps share (measure writes these labels, analysis reads them).
+UNLIMITED = "unlimited"
+FOOTPRINT_QUERY = "Q0"  # storebench.layouts.queries.FOOTPRINT: what a client needs before any data

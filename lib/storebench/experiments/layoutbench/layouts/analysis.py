@@ -7,14 +7,13 @@ import math
 import numpy as np
 import pandas as pd
 
+from storebench.experiments.layoutbench.layouts import UNLIMITED, FOOTPRINT_QUERY
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.layoutbench import published as paper002
 from storebench.report.findings import Findings, above, below, judge, not_comparable, within
 
 EXPERIMENT = "layouts"
-UNLIMITED = "unlimited"
-FOOTPRINT_QUERY = "Q0"  # storebench.layouts.queries.FOOTPRINT: what a client needs before any data
 
 
 SHORT = {"L1-objects": "L1", "L2-tar": "L2", "L3-parquet": "L3", "L4-lance": "L4"}

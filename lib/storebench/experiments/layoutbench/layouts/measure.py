@@ -23,19 +23,18 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from storebench.data import imagenet
 from storebench.experiments.layoutbench import published as paper002
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import Field
 
 from storebench.core.experiment import ResultsDir
-from storebench.core.settings import NetProfileName, NonNegativeFloat, NonNegativeInt, PositiveInt, Settings as Base
+from storebench.core.settings import NetProfileName, NonNegativeFloat, NonNegativeInt, PositiveInt, Settings as Base, one_of
 from storebench.experiments.common import Skipped, record_skipped
-from storebench.experiments.layoutbench.layouts.analysis import FOOTPRINT_QUERY, UNLIMITED
+from storebench.experiments.layoutbench.layouts import FOOTPRINT_QUERY, UNLIMITED
 from storebench.layouts import LAYOUTS, S3Place, get_layout
 from storebench.testbed import memlimits
 from storebench.testbed.memlimits import MemoryLimit
@@ -55,18 +54,10 @@ SERVERS = ("minio", "rgw")
 CLIENT_PACKAGES = ("obstore", "duckdb", "pylance", "pyarrow")
 
 
-def _one_of(kind: str, known):
-    def check(value):
-        if value not in known:
-            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(known)}")
-        return value
-    return AfterValidator(check)
-
-
 class Settings(Base):
-    tier: Annotated[str, _one_of("tier", imagenet.TIERS)]
-    layouts: list[Annotated[str, _one_of("layout", LAYOUTS)]] = Field(min_length=1)
-    queries: list[Annotated[str, _one_of("query", QUERIES)]] = Field(min_length=1)
+    tier: Annotated[str, one_of("tier", imagenet.TIERS)]
+    layouts: list[Annotated[str, one_of("layout", LAYOUTS)]] = Field(min_length=1)
+    queries: list[Annotated[str, one_of("query", QUERIES)]] = Field(min_length=1)
     servers: list[Literal[SERVERS]] = Field(min_length=1)
     net_profiles: list[NetProfileName]
     memory_profile: NetProfileName

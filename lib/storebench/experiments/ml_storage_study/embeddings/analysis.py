@@ -9,20 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from storebench.experiments.ml_storage_study.embeddings import STREAM_STANDS_FOR, UPDATES, LOCALITIES, SWEEPS, CONFIG_KEYS
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.report.findings import Findings, Metric, above, judge, not_comparable, ratio, within
 
 EXPERIMENT = "embeddings"
-STREAM_STANDS_FOR = {"zipf": "text", "power-law": "graph"}
-UPDATES = ("dense", "sparse")
-LOCALITIES = ("shuffled", "clustered")
-# sweep name -> (the Point field it varies, the params key listing its values)
-SWEEPS = {"dataset_size": ("dataset_size", "dataset_sizes"), "table_size": ("table_rows", "table_sizes"),
-          "embedding_size": ("embedding_size", "embedding_sizes"), "batch_size": ("batch_size", "batch_sizes"),
-          "update": ("update", "updates"), "locality": ("locality", "locality")}
 SEED_SWEEPS = ("dataset_size", "embedding_size", "batch_size")  # Figs 13, 14, 15
-CONFIG_KEYS = ["table", "stream", "dataset_size", "table_rows", "embedding_size", "batch_size", "update", "locality"]
 PAPER_TABLES = ("rocksdb", "tiledb", "tensorstore")
 # Bands for reading our numbers against the seed's words (stated in the findings).
 FLAT = (0.8, 1.25)  # a ratio inside: "no change" / "no impact" / "similar"
@@ -60,24 +53,6 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
                    system_version=group.system_version.iloc[0])
         out.append(row)
     return pd.DataFrame(out)
-
-
-def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
-    """Who measured what with which versions and settings (``options``: the tables' settings columns): one row
-    per table, plus the machine (measure records it as the ``embeddings_provenance`` table)."""
-    settings = [c for c in ["table_layout", *options] if c in rows.columns]
-    out = []
-    for name, group in rows.groupby("table", sort=False):
-        first = group.iloc[0]
-        row = {"table": name, "system_version": first.system_version, "client_version": first.client_version}
-        row.update({c: first[c] for c in settings if pd.notna(first[c])})
-        out.append(row)
-    table_ = pd.DataFrame(out)
-    first = rows.iloc[0]
-    for key in ("location", "store_fs", "host", "cpus", "memory_bytes", "python", "git_rev", "scale"):
-        table_[key] = first[key]
-    table_["repeats"] = int(rows.repeat.max()) + 1
-    return table_
 
 
 def in_sweep(summary: pd.DataFrame, sweep: str) -> pd.DataFrame:

@@ -34,15 +34,16 @@ from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
 from storebench.core.results import machine
-from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, params_hash
+from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of, params_hash
 from storebench.data import keystreams
-from storebench.experiments.ml_storage_study.embeddings.analysis import (
-    CONFIG_KEYS, EXPERIMENT, LOCALITIES, STREAM_STANDS_FOR, SWEEPS, UPDATES, provenance)
+from storebench.experiments.ml_storage_study.embeddings import STREAM_STANDS_FOR, SWEEPS
+
+EXPERIMENT = "embeddings"
 from storebench.stores.base import package_version
 from storebench.stores.embeddings import (EMBEDDING_TABLES, TILEDB_LAYOUTS, default_update, make_table,
                                           reference_updates, remove_table, run_updates, verify)
@@ -52,18 +53,10 @@ LOCATION = "disk-warm"  # each table is written just before it is updated: its p
 TABLE_OPTIONS = sorted({option for cls in EMBEDDING_TABLES.values() for option in cls.options})
 
 
-def _one_of(kind: str, known):
-    def check(value):
-        if value not in known():
-            raise ValueError(f"unknown {kind} {value!r}; valid: {', '.join(known())}")
-        return value
-    return check
-
-
-TableName = Annotated[str, AfterValidator(_one_of("embedding table", lambda: list(EMBEDDING_TABLES)))]
-StreamName = Annotated[str, AfterValidator(_one_of("key stream", lambda: list(keystreams.STREAMS)))]
-SweepName = Annotated[str, AfterValidator(_one_of("sweep", lambda: list(SWEEPS)))]
-TiledbLayout = Annotated[str, AfterValidator(_one_of("TileDB layout", lambda: list(TILEDB_LAYOUTS)))]
+TableName = Annotated[str, one_of("embedding table", lambda: list(EMBEDDING_TABLES))]
+StreamName = Annotated[str, one_of("key stream", lambda: list(keystreams.STREAMS))]
+SweepName = Annotated[str, one_of("sweep", lambda: list(SWEEPS))]
+TiledbLayout = Annotated[str, one_of("TileDB layout", lambda: list(TILEDB_LAYOUTS))]
 Update = Literal["dense", "sparse"]
 Locality = Literal["shuffled", "clustered"]
 
@@ -105,6 +98,24 @@ class Settings(Base):
     cache_pool_bytes: NonNegativeInt = 0  # tensorstore
     file_io_sync: bool = True  # tensorstore: fsync each chunk written
 
+
+
+def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
+    """Who measured what with which versions and settings (``options``: the tables' settings columns): one row
+    per table, plus the machine (measure records it as the ``embeddings_provenance`` table)."""
+    settings = [c for c in ["table_layout", *options] if c in rows.columns]
+    out = []
+    for name, group in rows.groupby("table", sort=False):
+        first = group.iloc[0]
+        row = {"table": name, "system_version": first.system_version, "client_version": first.client_version}
+        row.update({c: first[c] for c in settings if pd.notna(first[c])})
+        out.append(row)
+    table_ = pd.DataFrame(out)
+    first = rows.iloc[0]
+    for key in ("location", "store_fs", "host", "cpus", "memory_bytes", "python", "git_rev", "scale"):
+        table_[key] = first[key]
+    table_["repeats"] = int(rows.repeat.max()) + 1
+    return table_
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
     """Every configuration x stream x table, ``repeats`` times, verified: the ``embeddings`` table (one row
