@@ -4,8 +4,9 @@ import pytest
 import torch
 
 from storebench.data import corpora, samples
-from storebench.core.config import ParamsError, experiment_config, load_params
-from storebench.experiments.ml_storage_study import dataloaders as dl
+from storebench.core.settings import ParamsError
+from storebench.experiments.ml_storage_study.dataloaders import analysis as dl_analysis, measure as dl
+from storebench.pipeline import run
 from storebench.loaders import rows as loaders
 from storebench.loaders.opener import StoreOpener
 from storebench.stores.readers import VerificationError
@@ -184,20 +185,22 @@ def test_bad_batch_or_prefetch_is_refused():
 
 
 def _config(**overrides):
-    return experiment_config(dl.EXPERIMENT, "smoke", load_params(), overrides, schema=dl.SCHEMA)
+    return run.settings("dataloaders", "smoke", overrides=overrides)
 
 
 def test_dataloader_params_are_checked_with_their_paths():
-    with pytest.raises(ParamsError, match=r"override batch_sizes values must be >= 1"):
+    with pytest.raises(ParamsError, match=r"override batch_sizes\[0\] = \[0\]: .*greater than or equal to 1"):
         _config(batch_sizes=[0])
-    with pytest.raises(ParamsError, match=r"override prefetch values must be >= 1"):
+    with pytest.raises(ParamsError, match=r"override prefetch\[0\] = \[-1\]: .*greater than or equal to 1"):
         _config(prefetch=[-1])
-    with pytest.raises(ParamsError, match="valid: iterable, map"):
+    with pytest.raises(ParamsError, match="'map' or 'iterable'"):
         _config(loaders=["mapstyle"])
-    with pytest.raises(ParamsError, match="valid: graph, image, text"):
+    with pytest.raises(ParamsError, match="'text', 'image' or 'graph'"):
         _config(workloads=["audio"])
+    with pytest.raises(ParamsError, match="server_grid .*unknown keys"):
+        _config(server_grid={"batch": [1]})
     with pytest.raises(ParamsError, match=r"dataloaders.rows_per_key .* larger than the text dataset"):
-        dl.check(_config(rows_per_key=[1, 100000]))
+        _config(rows_per_key=[1, 100000])
 
 
 def test_grid_gives_servers_the_small_grid_and_tables_no_rows_per_key():
@@ -212,12 +215,44 @@ def test_grid_gives_servers_the_small_grid_and_tables_no_rows_per_key():
 
 
 def test_workers_at_limits_worker_points_to_its_batch_sizes_and_rows_per_key():
-    config = {**_config(), "batch_sizes": [128, 1024], "rows_per_key": [1, 1024], "workers": [0, 2],
-              "workers_at": {"batch_sizes": [1024], "rows_per_key": [1024]}}
+    config = _config().model_copy(update={"batch_sizes": [128, 1024], "rows_per_key": [1, 1024], "workers": [0, 2],
+                                          "workers_at": {"batch_sizes": [1024], "rows_per_key": [1024]}})
     full = dl.grid(config, "rocksdb", table=False)
     assert {(p.batch_size, p.rows_per_key) for p in full if p.workers} == {(1024, 1024)}
     assert len([p for p in full if p.workers == 0]) == 2 * 2 * len(config["loaders"])
     assert {p.batch_size for p in dl.grid(config, "tiledb-attrs", table=True) if p.workers} == {1024}
+
+
+def test_the_analysis_knows_the_array_layouts():
+    assert set(dl_analysis.TABLE_SYSTEMS) == set(TABLES)  # the pure analysis keeps its own list of them
+
+
+def test_analyse_judges_the_seed_statements_on_ratios_of_means():
+    import pandas as pd
+
+    from storebench.core.experiment import ResultTables
+
+    epochs, writes = [], []
+    seconds = {"localfs": 1.0, "rocksdb": 2.0, "tiledb-attrs": 1.5, "tensorstore-zarr": 0.5}
+    for system, s in seconds.items():
+        for repeat, jitter in enumerate((0.98, 1.02)):
+            for loader, factor in (("map", 1.0), ("iterable", 1.2)):
+                epochs.append({"workload": "image", "system": system, "loader": loader, "rows_per_key": 1,
+                               "batch_size": 64, "prefetch": 128 if loader == "iterable" else None, "workers": 0,
+                               "layout": "1 rows/key", "repeat": repeat, "n_rows": 300, "seconds": s * factor * jitter,
+                               "system_version": "v"})
+            writes.append({"workload": "image", "system": system, "rows_per_key": 1, "writers": 1,
+                           "write_method": "one writer", "repeat": repeat, "disk_usage_bytes": 1,
+                           "seconds": s * jitter * (3 if system == "rocksdb" else 1)})
+    findings = dl_analysis.analyse(ResultTables({"dataloaders": pd.DataFrame(epochs),
+                                                 "dataloaders_write": pd.DataFrame(writes)}, {}))
+    verdicts = {c.statement: c.verdict for c in findings.claims}
+    assert verdicts["image: tensorstore is the fastest of the seed's three stores (each at its best configuration)."] \
+        == "holds"
+    assert verdicts["image: RocksDB or TensorStore beats the ext4 baseline."] == "holds"
+    assert verdicts["image: RocksDB with one row per key is the slowest of the seed's stores to write."] == "holds"
+    assert any(c.verdict == "not comparable" and "2 cores" in c.why for c in findings.claims)
+    assert "paper" in findings.headline and findings.metrics
 
 
 def test_the_real_corpora_prepare_and_load(tmp_path):

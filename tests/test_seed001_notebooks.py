@@ -1,5 +1,5 @@
 """Seed 001's experiments as the pipeline runs them: measure at smoke scale (real stores and servers), then the
-report notebook by papermill from the recorded tables. dataloaders runs first: scalability and resources read
+report notebook by papermill from the recorded tables. dataloaders runs first (the first test): scalability and resources read
 its best configurations from the same results root (alone, they fall back to the seed's Table 1)."""
 import json
 import re
@@ -57,7 +57,8 @@ def measured(name: str, results_root: Path, out: Path, **overrides) -> dict:
     page = (out / f"{name}.html").read_text()
     assert "Findings" in page and "Traceback" not in page and "Provenance" in page
     assert re.search(r'<img [^>]*src="data:image/png', page) and "&lt;Figure size" not in page
-    assert max(p.stat().st_size for p in (out / "figures" / name).glob("*.png")) > 10_000
+    figures = sorted((out / "figures" / name).glob("*.png"))  # report.save_figures: figures/<name>/<i>-<key>.png
+    assert figures and figures[0].stat().st_size > 10_000
     return tables
 
 
@@ -65,6 +66,29 @@ def check_rows(rows: pd.DataFrame) -> pd.DataFrame:
     assert len(rows) and rows.verified.all() and (rows.scale == "smoke").all()
     assert rows.system_version.notna().all() and rows.git_rev.notna().all() and (rows.cpus > 0).all()
     return rows
+
+
+def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
+    tables = measured("dataloaders", results_root, tmp_path)
+    rows = check_rows(tables["dataloaders"])
+    config = smoke("dataloaders")
+    assert set(rows.workload) == set(config["workloads"]) and set(rows.system) == set(config["systems"])
+    assert set(rows.loader) == {"map", "iterable"} and set(rows.workers) == set(config["workers"])
+    assert (rows.rows_per_second > 0).all()
+    for workload, n in config["rows"].items():
+        assert (rows[rows.workload == workload].n_rows == n).all()  # every row of the dataset, every epoch
+    writes = tables["dataloaders_write"]
+    assert (writes.seconds > 0).all() and set(writes.system) == set(config["systems"])
+    assert set(writes[writes.system == "rocksdb"].rows_per_key) == set(config["rows_per_key"])
+    best = tables["dataloaders_best"]  # scalability and resources read it from this results root
+    assert len(best) == len(rows.groupby(["workload", "system"]))
+    overhead = tables["dataloaders_overhead"]
+    assert {"localfs", "rocksdb"} <= set(overhead.system) and (overhead.loader_vs_bare > 0).all()
+    page = (tmp_path / "dataloaders.html").read_text()
+    assert "seed Table 1" in page and "CIFAR-100" in page and "Loader cost" in page
+    recorded = json.loads((tmp_path / "dataloaders.findings.json").read_text())
+    workers = [c for c in recorded["claims"] if "workers" in c["metric"]]
+    assert workers and all(c["verdict"] == "not comparable" and "2 cores" in c["why"] for c in workers)
 
 
 def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):

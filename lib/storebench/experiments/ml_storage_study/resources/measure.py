@@ -27,7 +27,7 @@ from storebench.data.rowformats import KeyLayout, row_format
 from storebench.data.samples import row_fingerprints
 from storebench.experiments.common import Run, Skipped, record_skipped
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.experiments.ml_storage_study.dataloaders import LOADER_SYSTEMS, LOCATION, loader_dataset, write_objects
+from storebench.experiments.ml_storage_study.dataloaders.measure import LOADER_SYSTEMS, LOCATION, loader_dataset, write_objects
 from storebench.experiments.ml_storage_study.scalability.measure import loader_configs
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
@@ -75,7 +75,7 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
 
 
 def run(config: Settings, results_root=None, progress: bool = True, services: ServicePool | None = None) -> Run:
-    from storebench.experiments.ml_storage_study.dataloaders import EpochRows
+    from storebench.experiments.ml_storage_study.dataloaders.measure import EpochRows
 
     result = Run(EpochRows())
     result.samples = []

@@ -31,7 +31,7 @@ from storebench.data.rowformats import KeyLayout, row_format
 from storebench.data.samples import row_fingerprints
 from storebench.experiments.common import Run, Skipped, record_skipped
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.experiments.ml_storage_study.dataloaders import (LOADER_SYSTEMS, LOCATION, PARALLEL_WRITERS, Point,
+from storebench.experiments.ml_storage_study.dataloaders.measure import (LOADER_SYSTEMS, LOCATION, PARALLEL_WRITERS, Point,
                                                                  loader_dataset, point_of, write_objects)
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
@@ -115,7 +115,7 @@ def cache_settings(config: dict, system: str) -> list[dict]:
 
 
 def run(config: Settings, results_root=None, progress: bool = True, services: ServicePool | None = None) -> Run:
-    from storebench.experiments.ml_storage_study.dataloaders import EpochRows
+    from storebench.experiments.ml_storage_study.dataloaders.measure import EpochRows
 
     result = Run(EpochRows())
     result.writer.experiment = EXPERIMENT

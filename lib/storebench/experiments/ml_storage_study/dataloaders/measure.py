@@ -1,0 +1,408 @@
+"""Data loaders and write cost (seed 001 Secs 5.1-5.8, Figs 1-11, Table 1): each workload (text,
+image, graph) written into each store, R rows per key, then read whole by PyTorch DataLoaders:
+map-style (batch B, R, workers W) vs iterable-style (B, prefetch PF, W).
+
+Per store and R we time the conversion into the store (encoding + writes + flush: the seed's
+"cost of converting dataset to DB format"), with parallel writer threads where the store takes
+them (TileDB: one fragment per writer; TensorStore kvstore: one transaction per writer) and one
+writer elsewhere (RocksDB: one handle per directory, its writes serialise through one write
+queue, and the seed saw write-lock trouble with several writers; ext4 as a plain copy). Then an
+unrecorded warm-up epoch that reads and verifies every row, then every loader configuration
+``repeats`` times (repeat-major). The seed's three stores and ext4 get the full grid; every other
+system of the registry (servers included) a small grid (``server_grid``).
+
+The loaders' own cost is measured against a bare loop of the same store calls (no decoding,
+verification or tensors), in this process, rounds alternating, so the ratio holds on a busy machine.
+
+Tables: ``dataloaders`` (one row per epoch), ``dataloaders_write`` (one row per timed conversion),
+``dataloaders_overhead`` (loader vs bare loop), ``dataloaders_best`` (each workload and store's fastest
+configuration: scalability and resources read it from ``<results root>/dataloaders/``), ``skipped``, ``notes``.
+"""
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Annotated, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import AfterValidator, Field, model_validator
+
+from storebench.core.experiment import ResultsDir
+from storebench.core.settings import NonNegativeInt, PositiveInt, Settings as Base, params_hash
+from storebench.data import samples as sample_data
+from storebench.loaders import rows as rowloaders
+from storebench.loaders.heap import heap_setting
+from storebench.loaders.opener import StoreOpener, start_method
+from storebench.testbed.locations import store_root
+from storebench.core.progress import tqdm
+from storebench.core.results import machine
+from storebench.data.rowformats import KeyLayout, encode_objects, row_format
+from storebench.data.samples import WORKLOADS, row_fingerprints
+from storebench.stores import STORES, get_store_class
+from storebench.stores.base import package_version
+from storebench.stores.systems import LocationNotSupported, ServicePool, open_system
+from storebench.stores.tables import TABLES, TableNotSupported
+from storebench.experiments.common import Run, Skipped, record_skipped
+from storebench.experiments.ml_storage_study.dataloaders.analysis import BASELINE, CONFIG_KEYS, best_configs, summary
+
+EXPERIMENT = "dataloaders"
+LOCATION = "disk-warm"
+SEED_SYSTEMS = ("localfs", "rocksdb", "tiledb", "tiledb-attrs", "tensorstore", "tensorstore-zarr")
+PARALLEL_WRITERS = {"tiledb": "threads, one fragment each", "tensorstore": "threads, one transaction each"}
+LOADER_SYSTEMS = sorted(set(STORES) | set(TABLES))
+
+
+GRID_KEYS = {"batch_sizes", "rows_per_key", "prefetch", "workers", "loaders"}
+Workload = Literal["text", "image", "graph"]
+
+
+def _loader_system(value: str) -> str:
+    if value not in LOADER_SYSTEMS:
+        raise ValueError(f"unknown loader system {value!r}; valid: {', '.join(LOADER_SYSTEMS)}")
+    return value
+
+
+def _grid(value: dict) -> dict:
+    """A sub-grid (``server_grid``, ``workers_at``): some of the grid keys, each a non-empty list."""
+    unknown = set(value) - GRID_KEYS
+    if unknown:
+        raise ValueError(f"has unknown keys {sorted(unknown)}; valid: {', '.join(sorted(GRID_KEYS))}")
+    for key, values in value.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{key} must be a non-empty list")
+        if key == "loaders":
+            if bad := [v for v in values if v not in rowloaders.LOADER_KINDS]:
+                raise ValueError(f"loaders {bad}; valid: {', '.join(sorted(rowloaders.LOADER_KINDS))}")
+        elif not all(isinstance(v, int) and not isinstance(v, bool) and v >= (0 if key == "workers" else 1)
+                     for v in values):
+            raise ValueError(f"{key} values must be integers >= {0 if key == 'workers' else 1}")
+    return value
+
+
+LoaderSystem = Annotated[str, AfterValidator(_loader_system)]
+Grid = Annotated[dict, AfterValidator(_grid)]
+
+
+class Settings(Base):
+    workloads: list[Workload] = Field(min_length=1)
+    rows: dict[Workload, PositiveInt]  # first rows of each workload
+    systems: list[LoaderSystem] = Field(min_length=1)
+    full_grid_systems: list[LoaderSystem] = list(SEED_SYSTEMS)  # the full grid; every other system: server_grid
+    loaders: list[Literal["map", "iterable"]] = Field(min_length=1)
+    batch_sizes: list[PositiveInt] = Field(min_length=1)
+    rows_per_key: list[PositiveInt] = Field(min_length=1)
+    prefetch: list[PositiveInt] = Field(min_length=1)
+    workers: list[NonNegativeInt] = Field(min_length=1)
+    server_grid: Grid = {}
+    workers_at: Grid | None = None  # W > 0 only at these batch sizes and rows per key
+    order: Literal["sequential", "shuffled"] = "sequential"
+    writers: PositiveInt = 2
+    chunk_rows: PositiveInt = 64
+    overhead_rounds: PositiveInt = 3
+    overhead_systems: list[LoaderSystem] = []
+
+    @model_validator(mode="after")
+    def _rows_fit(self):
+        """Every workload has a row count, and R is not larger than it."""
+        for workload in self.workloads:
+            if workload not in self.rows:
+                raise ValueError(f"{EXPERIMENT}.rows has no entry for workload {workload!r}")
+            rs = self.rows_per_key + self.server_grid.get("rows_per_key", [])
+            too_big = [r for r in rs if r > self.rows[workload]]
+            if too_big:
+                raise ValueError(f"{EXPERIMENT}.rows_per_key (or server_grid.rows_per_key) {too_big} is larger than "
+                                 f"the {workload} dataset at this scale ({self.rows[workload]} rows, "
+                                 f"{EXPERIMENT}.rows.{workload})")
+        return self
+
+
+def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
+    result = run(settings, progress=progress)
+    for name, frame in result.frames.items():
+        out.write(name, frame)
+    record_skipped(result, out)
+
+
+@dataclass(frozen=True)
+class Point:
+    loader: str
+    rows_per_key: int
+    batch_size: int
+    prefetch: int | None
+    workers: int
+
+
+def grid(config: Settings, system: str, table: bool) -> list[Point]:
+    """The loader configurations measured on ``system``: the full grid for the seed's stores (and
+    ``full_grid_systems``), ``server_grid`` over it for the others; tables have no R. With
+    ``workers_at``, W > 0 is measured only at those batch sizes and rows per key (worker start-up
+    makes those epochs the long ones)."""
+    g = {key: config[key] for key in ("loaders", "batch_sizes", "rows_per_key", "prefetch", "workers")}
+    if system not in config.full_grid_systems:
+        g.update(config.server_grid)
+    rs = [1] if table else g["rows_per_key"]
+    at = config.get("workers_at") or {}
+    points = []
+    for r in rs:
+        for loader in g["loaders"]:
+            for b in g["batch_sizes"]:
+                for pf in (g["prefetch"] if loader == "iterable" else [None]):
+                    points += [Point(loader, r, b, pf, w) for w in g["workers"]
+                               if w == 0 or (b in at.get("batch_sizes", [b])
+                                             and (table or r in at.get("rows_per_key", [r])))]
+    return points
+
+
+def loader_dataset(source, modality: str, fingerprints, point: Point, order: str = "sequential", seed: int = 0):
+    """(dataset, batch plan) of ``point`` over ``source``; the plan is None for an iterable dataset."""
+    if point.loader == "iterable":
+        return rowloaders.RowIterableDataset(source, modality, fingerprints, point.batch_size, point.prefetch), None
+    return (rowloaders.RowMapDataset(source, modality, fingerprints),
+            rowloaders.map_batches(source.n_rows, point.batch_size, order, seed))
+
+
+def point_of(row) -> Point:
+    """The Point of a best-configuration row (dataloaders_best.csv, or the seed's Table 1)."""
+    def number(key, default=None):
+        value = row.get(key)
+        return default if value is None or pd.isna(value) else int(value)
+    return Point(row["loader"], number("rows_per_key", 1), int(row["batch_size"]), number("prefetch"),
+                 int(row["workers"]))
+
+
+# ------------------------------------------------------------------------------- writing
+def write_objects(store, samples, layout: KeyLayout, writers: int, batch: int = 256,
+                  batch_bytes: int = 4 << 20) -> None:
+    """Every key of ``layout`` into ``store`` (encoding included), then flush; ``writers`` threads
+    each ``put_many`` a chunk of at most ``batch`` keys and ``batch_bytes`` bytes (a server client
+    sends a chunk's writes concurrently: unbounded, 100 KB objects time out on 2 cores)."""
+    chunks = _chunks(encode_objects(samples, layout, row_format(samples)), batch, batch_bytes)
+    if writers == 1:
+        for chunk in chunks:
+            store.put_many(chunk)
+    else:
+        with ThreadPoolExecutor(writers, thread_name_prefix="writer") as pool:
+            for _ in pool.map(store.put_many, chunks):
+                pass
+    store.flush()
+
+
+def _chunks(objects, batch: int, batch_bytes: int):
+    chunk, size = [], 0
+    for key, value in objects:
+        if chunk and (len(chunk) == batch or size + len(value) > batch_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((key, value))
+        size += len(value)
+    if chunk:
+        yield chunk
+
+
+# ------------------------------------------------------------------------------- one source
+class SourceRun:
+    """What one (workload, system, R or table) measurement needs, and its rows."""
+
+    def __init__(self, run: Run, config: dict, workload: str, samples, fingerprints, system: str,
+                 system_version: str, client_version: str, location: str, progress: bool):
+        self.run, self.config, self.workload, self.samples = run, config, workload, samples
+        self.fingerprints, self.system, self.location, self.progress = fingerprints, system, location, progress
+        self.versions = {"system_version": system_version, "client_version": client_version}
+
+    def write_row(self, repeat: int, seconds: float, rows_per_key: int, writers: int, how: str, usage: int | None):
+        return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
+                "system": self.system, "location": self.location, "rows_per_key": rows_per_key, "writers": writers,
+                "write_method": how, "repeat": repeat, "n_rows": len(self.samples),
+                "dataset_bytes": self.samples.nbytes, "seconds": seconds, "rows_per_second": len(self.samples) / seconds,
+                "disk_usage_bytes": usage, **self.versions, **self._provenance(rows_per_key=rows_per_key)}
+
+    def epoch_row(self, point: Point, repeat: int, epoch, layout: str) -> dict:
+        return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
+                "system": self.system, "location": self.location, "layout": layout, **asdict(point),
+                "start_method": (start_method(self.system) or "fork") if point.workers else "none",
+                "order": self.config.get("order", "sequential"), "repeat": repeat, "n_rows": epoch.rows,
+                "batches": epoch.batches, "seconds": epoch.seconds, "rows_per_second": epoch.rows / epoch.seconds,
+                "cpu_seconds": epoch.cpu_seconds, "verified": True, **self.versions,
+                **self._provenance(**asdict(point))}
+
+    def _provenance(self, **point) -> dict:
+        workload = dict(experiment=EXPERIMENT, workload=self.workload, dataset=self.samples.name,
+                        n_rows=len(self.samples), system=self.system, order=self.config.get("order", "sequential"),
+                        **point)
+        return {**machine(), "params_hash": params_hash(workload), "scale": self.config["scale"],
+                "load_avg_1m": os.getloadavg()[0]}
+
+    def measure(self, source, points: list[Point], layout: str) -> None:
+        """Warm-up (verifies every row), then each point ``repeats`` times, repeat-major."""
+        warm = rowloaders.RowMapDataset(source, self.samples.modality, self.fingerprints)
+        rowloaders.run_epoch(rowloaders.row_loader(warm, 0, batches=rowloaders.map_batches(len(self.samples), 1024)))
+        bar = tqdm(total=len(points) * self.config["repeats"], desc=f"{self.workload} {self.system} {layout}",
+                   unit="epoch", disable=not self.progress, leave=False)
+        for repeat in range(self.config["repeats"]):
+            for point in points:
+                dataset, batches = self.dataset(source, point)
+                loader = rowloaders.row_loader(dataset, point.workers, start_method(self.system), batches)
+                self.run.writer.rows.append(self.epoch_row(point, repeat, rowloaders.run_epoch(loader), layout))
+                bar.update()
+        bar.close()
+
+    def dataset(self, source, point: Point):
+        return loader_dataset(source, self.samples.modality, self.fingerprints, point,
+                              self.config.get("order", "sequential"), self.config["seed"])
+
+    def overhead(self, source, points: list[Point], layout: str) -> list[dict]:
+        """Loader vs bare loop of the same store calls, no workers, the largest batch (and prefetch)."""
+        out = []
+        for loader in self.config["loaders"]:
+            candidates = [p for p in points if p.loader == loader and p.workers == 0]
+            if not candidates:
+                continue
+            point = max(candidates, key=lambda p: (p.batch_size, p.prefetch or 0))
+            dataset, batches = self.dataset(source, point)
+            timed, bare = [], []
+            for _ in range(self.config.get("overhead_rounds", 3)):
+                timed.append(rowloaders.run_epoch(rowloaders.row_loader(dataset, 0, batches=batches)).seconds)
+                bare.append(rowloaders.bare_epoch(dataset, batches).seconds)
+            n = len(self.samples)
+            out.append({"workload": self.workload, "system": self.system, "layout": layout, **asdict(point),
+                        "rounds": len(timed), "loader_rows_per_second": n / np.median(timed),
+                        "bare_rows_per_second": n / np.median(bare),
+                        "loader_vs_bare": float(np.median(bare) / np.median(timed)),
+                        "loader_us_per_row": 1e6 * np.median(timed) / n, "bare_us_per_row": 1e6 * np.median(bare) / n,
+                        "heap": heap_setting(), **self.versions, **machine()})
+        return out
+
+
+# ------------------------------------------------------------------------------- the run
+class EpochRows:
+    """The epoch rows of one run (a Run's writer)."""
+
+    experiment = EXPERIMENT
+
+    def __init__(self):
+        self.rows: list[dict] = []
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(self.rows)
+
+
+@dataclass
+class DataloaderRun(Run):
+    writes: list = field(default_factory=list)  # one row per timed conversion into a store
+    overheads: list = field(default_factory=list)  # loader vs bare loop
+
+    @property
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The run's tables by report name: epochs, writes, overheads, best configurations."""
+        epochs = self.rows
+        return {EXPERIMENT: epochs, f"{EXPERIMENT}_write": pd.DataFrame(self.writes),
+                f"{EXPERIMENT}_overhead": pd.DataFrame(self.overheads),
+                f"{EXPERIMENT}_best": best_configs(summary(epochs))}
+
+
+def run(config: Settings, progress: bool = True, services: ServicePool | None = None) -> DataloaderRun:
+    """Every workload x system: write (timed), then every loader configuration."""
+    result = DataloaderRun(EpochRows())
+    pool = services or ServicePool(config["endpoints"])
+    systems = sorted(config["systems"], key=_run_order)
+    data = {}
+    for workload in config["workloads"]:
+        samples = sample_data.load(workload, config["rows"][workload])
+        data[workload] = samples, row_fingerprints(samples.columns)
+    try:
+        for system in systems:  # system-major: each local server starts once for every workload
+            for workload, (samples, fingerprints) in data.items():
+                try:
+                    _measure_system(result, config, workload, samples, fingerprints, system, pool, progress)
+                except (LocationNotSupported, TableNotSupported) as why:
+                    result.skipped.append(Skipped(system, LOCATION, f"{workload} loaders", str(why)))
+    finally:
+        if services is None:
+            pool.close()
+    return result
+
+
+def _run_order(system: str) -> tuple:
+    """Fork-safe systems first (their workers fork from this process), then the forkserver ones;
+    local servers grouped so each starts once per workload."""
+    has_server = system in STORES and get_store_class(system).capabilities.has_server
+    return (start_method(system) is not None, has_server, system)
+
+
+def _measure_system(result: Run, config, workload, samples, fingerprints, system, pool, progress) -> None:
+    if system in TABLES:
+        _measure_table(result, config, workload, samples, fingerprints, system, progress)
+        return
+    cls = get_store_class(system)
+    if cls.capabilities.array_native:
+        raise TableNotSupported(f"{system} stores image tensors only; seed 001's array layouts are "
+                                f"{', '.join(TABLES)}")
+    location = "memory" if cls.capabilities.in_memory_only else LOCATION
+    if location != LOCATION:
+        result.notes.append(f"{system} keeps its data in memory only: measured at memory")
+    with open_system(system, location, pool) as store:
+        writers = config.get("writers", 2) if system in PARALLEL_WRITERS else 1
+        how = PARALLEL_WRITERS.get(system, "one writer") if writers > 1 else "one writer"
+        points = grid(config, system, table=False)
+        source_run = SourceRun(result, config, workload, samples, fingerprints, system, store.system_version(),
+                               f"{store.client_package} {package_version(store.client_package)}", location, progress)
+        try:
+            for r in sorted({p.rows_per_key for p in points}):
+                layout = KeyLayout(len(samples), r)
+                for repeat in range(config["repeats"]):
+                    store.clear()
+                    start = time.perf_counter()
+                    write_objects(store, samples, layout, writers)
+                    seconds = time.perf_counter() - start
+                    usage = _usage(store)
+                    result.writes.append(source_run.write_row(repeat, seconds, r, writers, how, usage))
+                source = rowloaders.StoreRows(StoreOpener.of(store), layout, row_format(samples))
+                mine = [p for p in points if p.rows_per_key == r]
+                source_run.measure(source, mine, f"{r} rows/key")
+                if system in config.get("overhead_systems", []) and r == min(p.rows_per_key for p in points):
+                    result.overheads += source_run.overhead(source, mine, f"{r} rows/key")
+                source.close()
+        finally:
+            store.clear()
+
+
+def _measure_table(result: Run, config, workload, samples, fingerprints, system, progress) -> None:
+    cls = TABLES[system]
+    if samples.modality not in cls.modalities:
+        raise TableNotSupported(f"{system} holds {', '.join(cls.modalities)} rows, not {samples.modality} "
+                                "(TensorStore's array drivers hold numbers; the seed used its kvstore for text)")
+    root = store_root(f"{system}-{workload}", LOCATION)
+    chunk = config.get("chunk_rows", 64)
+    table = cls(root, chunk_rows=chunk)
+    source_run = SourceRun(result, config, workload, samples, fingerprints, system, table.system_version(),
+                           f"{cls.client_package} {package_version(cls.client_package)}", LOCATION, progress)
+    try:
+        for repeat in range(config["repeats"]):
+            start = time.perf_counter()
+            table.write(samples)
+            table.flush()
+            seconds = time.perf_counter() - start
+            usage = table.disk_usage().bytes
+            how = "one write per column array (TileDB's own threads)" if system == "tiledb-attrs" else \
+                "all columns written concurrently (async futures)"
+            result.writes.append(source_run.write_row(repeat, seconds, 1, 1, how, usage))
+        table.close()
+        source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
+        points = grid(config, system, table=True)
+        layout = table.layout()
+        source_run.measure(source, points, layout)
+        if system in config.get("overhead_systems", []):
+            result.overheads += source_run.overhead(source, points, layout)
+        source.close()
+    finally:
+        table.clear()
+
+
+def _usage(store) -> int | None:
+    try:
+        return store.disk_usage().bytes
+    except (NotImplementedError, OSError):
+        return None
