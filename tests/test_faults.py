@@ -33,7 +33,7 @@ def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_
     store = get_store_class("redis")(own_redis.endpoint(), namespace="fault", service=own_redis)
     data = datasets.synthetic(2000)
     reader = ObjectReader.ingest(store, data, get_format("pickle"), 1, progress=False)
-    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
     pid = own_redis.pids()[0]
     killer = threading.Timer(0.5, os.kill, (pid, signal.SIGKILL))
     killer.start()
@@ -43,7 +43,7 @@ def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     finally:
         killer.cancel()
-    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+    assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
 
 
 def test_wrong_redis_password_is_an_authentication_error(own_redis):
@@ -94,13 +94,13 @@ def small_tmpfs(tmp_path):
 
 def test_disk_full_during_ingest_names_the_system_and_the_fix(small_tmpfs, tmp_path, monkeypatch):
     monkeypatch.setattr(locations, "MEMORY_DIR", small_tmpfs)  # the store's "memory" location: 1 MiB
-    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
     with pytest.raises(MeasurementFailed, match=r"^localfs failed during ingest at memory: OSError: .*No space left"
                                                 r".*out of space: free space there.*No result of this run"):
         with loaded_reader("localfs", "memory", datasets.synthetic(2000), "pickle", 1, progress=False) as reader:
             measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=1,
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
-    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+    assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
     assert not any(small_tmpfs.rglob("*.bin"))  # the partial ingest was cleared
 
 
@@ -131,7 +131,7 @@ def _fault_after(seconds, api, proxy, kind, attributes):
 
 def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redis, tmp_path):
     reader, api, proxy = relayed_redis
-    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
     timer = _fault_after(0.5, api, proxy, "reset_peer", {"timeout": 0})
     try:
         with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 at memory: ConnectionError: "
@@ -140,12 +140,12 @@ def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redi
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     finally:
         timer.cancel()
-    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+    assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
 
 
 def test_server_too_slow_times_out_after_the_stated_timeout(relayed_redis, tmp_path):
     reader, api, proxy = relayed_redis
-    run = Run(ResultWriter("faults", out_dir=tmp_path))
+    run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
     timer = _fault_after(0.5, api, proxy, "timeout", {"timeout": 0})  # data stops flowing; nothing closes
     t0 = time.monotonic()
     try:
@@ -156,4 +156,4 @@ def test_server_too_slow_times_out_after_the_stated_timeout(relayed_redis, tmp_p
     finally:
         timer.cancel()
     assert time.monotonic() - t0 < 60  # gave up (1 s timeout, no retries) instead of hanging
-    assert run.rows.empty and not (tmp_path / "faults.csv").exists()
+    assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded

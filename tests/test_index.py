@@ -21,9 +21,11 @@ def test_a_ratio_carries_its_propagated_ci_and_knows_when_it_is_noise():
     assert findings.judge("S", "faster", "m", one_repeat.value, one_repeat.ci95, findings.above(1.0)).verdict == "inconclusive"
 
 
-def test_unknown_seed_is_refused(tmp_path):  # experiments not yet on the contract name a seed
-    with pytest.raises(ValueError, match="unknown seed"):
-        Findings("h", "m").save(tmp_path, "exp", "999")
+def test_unknown_paper_is_refused():
+    from storebench.core.experiment import Experiment
+
+    with pytest.raises(ValueError, match="unknown paper 'seed999'"):
+        Experiment("exp", "seed999", "Sec 1", "?")
 
 
 def test_verdicts_follow_the_interval_rules():
@@ -62,8 +64,12 @@ def test_the_findings_file_is_strict_json_and_the_index_counts_claims_per_paper(
 def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(tmp_path):
     metrics = (Metric("redis", "network share, veth (breakdown)", 0.5, 0.58, 0.0, "%"),
                findings.ratio("ceph", "network share, veth (breakdown)", 1.3, 0.01, 1.0, 0.01))
-    Findings("Cassandra's network share is small; the paper saw 10%.", "text", metrics).save(tmp_path, "breakdown", "003")
-    Findings("RocksDB loads fastest.", "text").save(tmp_path, "loaders", "001")
+    from storebench.core.experiment import Experiment
+
+    findings.write(tmp_path, Experiment("breakdown", "dl_storage_benchmarking", "Fig 3", "?"),
+                   Findings("Cassandra's network share is small; the paper saw 10%.", "text", metrics), {})
+    findings.write(tmp_path, Experiment("loaders", "ml_storage_study", "Table 1", "?"),
+                   Findings("RocksDB loads fastest.", "text"), {})
     for name in ("breakdown", "loaders", "orphan"):
         (tmp_path / f"{name}.html").write_text("<html></html>")
     page = index.build(tmp_path).read_text()

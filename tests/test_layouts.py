@@ -54,6 +54,7 @@ def answer(layout, query) -> dict:
     return {key: hashlib.sha256(data).hexdigest() for key, data in layout.query(query, COPIES)}
 
 
+@pytest.mark.server
 def test_every_layout_answers_every_query_with_the_same_images(written, tier):
     meta, _ = tier
     endpoint, layouts, _ = written
@@ -69,6 +70,7 @@ def test_every_layout_answers_every_query_with_the_same_images(written, tier):
                 assert moved.bytes_down >= needed and (moved.requests >= 1 or not expected), f"{name} {query.name}"
 
 
+@pytest.mark.server
 def test_what_each_layout_wrote(written, tier):
     meta, _ = tier
     _, layouts, _ = written
@@ -79,6 +81,7 @@ def test_what_each_layout_wrote(written, tier):
     assert layouts["L1-objects"][1].index_bytes > 0 and layouts["L3-parquet"][1].index_bytes == 0
 
 
+@pytest.mark.server
 def test_tar_shards_are_webdataset_shards(written, tier):
     import obstore
     import webdataset as wds
@@ -120,6 +123,7 @@ def test_query_definitions_agree_between_pandas_and_sql(tier):
         assert [k for k, in con.execute(sql).fetchall()] == query.select(meta, COPIES).key.tolist(), query.name
 
 
+@pytest.mark.server
 def test_a_client_over_its_memory_tier_did_not_finish_and_the_rest_still_ran(written, tmp_path, tier):
     meta, _ = tier
     endpoint, layouts, index_dir = written

@@ -36,8 +36,9 @@ time.sleep(30)
 
 
 @pytest.fixture
-def spawn():
-    """Starts ``python -c code``; kills it and its descendants after the test."""
+def spawn(default_ports_free):
+    """Starts ``python -c code``; kills it and its descendants after the test. The session's servers
+    (children of this process) are stopped first: these tests count the process tree exactly."""
     started = []
 
     def start(code: str, **popen_args) -> subprocess.Popen:

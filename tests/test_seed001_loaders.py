@@ -189,9 +189,9 @@ def _config(**overrides):
 
 
 def test_dataloader_params_are_checked_with_their_paths():
-    with pytest.raises(ParamsError, match=r"override batch_sizes\[0\] = \[0\]: .*greater than or equal to 1"):
+    with pytest.raises(ParamsError, match=r"override batch_sizes\[0\] = 0: Input should be greater than or equal to 1"):
         _config(batch_sizes=[0])
-    with pytest.raises(ParamsError, match=r"override prefetch\[0\] = \[-1\]: .*greater than or equal to 1"):
+    with pytest.raises(ParamsError, match=r"override prefetch\[0\] = -1: Input should be greater than or equal to 1"):
         _config(prefetch=[-1])
     with pytest.raises(ParamsError, match="'map' or 'iterable'"):
         _config(loaders=["mapstyle"])

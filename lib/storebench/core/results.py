@@ -1,15 +1,13 @@
 """Tidy result rows with their provenance, raw event tables, and statistics over repeats.
 
-One row per measured pass: ``reports/<experiment>.csv``. Each pass's per-request events go
-to ``reports/raw/<experiment>/<run_id>.parquet`` so every statistic can be recomputed
-without re-running the benchmark ("record raw, analyse later").
+One row per measured pass (an experiment's main result table, ``results/<experiment>/<experiment>.csv``).
+Each pass's per-request events go to ``results/raw/<experiment>/<run_id>.parquet`` so every statistic can
+be recomputed without re-running the benchmark ("record raw, analyse later"). Statistics over repeats:
+storebench.core.stats.
 """
 from __future__ import annotations
 
 import os
-import platform
-import socket
-import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,10 +15,9 @@ import pandas as pd
 
 from storebench.core.provenance import git_revision, machine_card
 from storebench.core.settings import params_hash
-from storebench.paths import REPORTS_DIR, ROOT
 from storebench.core.timing import PassResult
 
-from storebench.core.rows import KEY_COLUMNS, LOCAL_NETWORK, NET_COLUMNS, ROW_COLUMNS  # noqa: F401 (re-exported)
+from storebench.core.rows import LOCAL_NETWORK, NET_COLUMNS, ROW_COLUMNS
 
 
 
@@ -60,12 +57,12 @@ def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset
 
 
 class ResultWriter:
-    """Collects rows and raw events of one experiment run and writes them at the end."""
+    """Collects the rows of one experiment run (``frame()``: its result table) and writes each
+    configuration's raw events to ``raw_dir`` as it is measured."""
 
-    def __init__(self, experiment: str, out_dir: Path = REPORTS_DIR, raw_dir: Path | None = None):
-        self.experiment, self.out_dir = experiment, Path(out_dir)
+    def __init__(self, experiment: str, raw_dir: Path):
+        self.experiment, self.raw_dir = experiment, Path(raw_dir)
         self.rows: list[dict] = []
-        self.raw_dir = Path(raw_dir) if raw_dir is not None else self.out_dir / "raw" / experiment
 
     def add(self, passes: list[PassResult], **fields) -> None:
         run_id = _run_id(fields)
@@ -76,20 +73,6 @@ class ResultWriter:
 
     def frame(self) -> pd.DataFrame:
         return pd.DataFrame(self.rows, columns=ROW_COLUMNS)
-
-    def write(self) -> Path:
-        path = self.out_dir / f"{self.experiment}.csv"
-        self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.frame().to_csv(path, index=False)
-        return path
-
-
-def write_table(frame: pd.DataFrame, name: str, out_dir: Path = REPORTS_DIR) -> Path:
-    """A side table of an experiment (e.g. disk usage), with the machine's provenance columns."""
-    path = Path(out_dir) / f"{name}.csv"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    frame.assign(**machine()).to_csv(path, index=False)
-    return path
 
 
 def _run_id(fields: dict) -> str:

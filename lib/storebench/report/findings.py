@@ -18,8 +18,6 @@ from pathlib import Path
 
 from storebench.core.experiment import PAPERS, Experiment
 
-# The seed files' numbers, as the experiments not yet on the contract name their paper.
-SEED_PAPERS = {"003": "dl_storage_benchmarking", "001": "ml_storage_study", "002": "layoutbench", "004": "cassandra_dl"}
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_COMPARABLE = "holds", "does not hold", "inconclusive", "not comparable"
 VERDICTS = (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE, NOT_COMPARABLE)
 VERDICT_COLOURS = {HOLDS: "#1a7f37", DOES_NOT_HOLD: "#b42318", INCONCLUSIVE: "#9a6700", NOT_COMPARABLE: "#57606a"}
@@ -162,17 +160,6 @@ class Findings:
     metrics: tuple[Metric, ...] = field(default=())
     claims: tuple[Claim, ...] = field(default=())
 
-    def save(self, out_dir: Path, experiment: str, seed: str) -> Path:
-        """Record the findings of an experiment not yet on the contract (its notebook measures too)."""
-        if seed not in SEED_PAPERS:
-            raise ValueError(f"unknown seed {seed!r}; known: {', '.join(SEED_PAPERS)}")
-        from storebench.experiments import EXPERIMENTS
-
-        declared = Experiment(experiment, SEED_PAPERS[seed], "", "")
-        if EXPERIMENTS.get(experiment, declared.paper) != declared.paper:
-            raise ValueError(f"experiment {experiment!r} belongs to {EXPERIMENTS[experiment]}, not seed {seed}")
-        return write(out_dir, declared, self, {})
-
     def record(self, experiment: Experiment, manifest: dict) -> dict:
         """The findings file's content: what the report and the index render."""
         run = {key: manifest.get(key) for key in ("run_id", "started_utc", "finished_utc", "duration_s", "scale",
@@ -231,12 +218,10 @@ class Recorded:
 
 def read(path: Path) -> Recorded:
     record = json.loads(Path(path).read_text())
-    if "paper" not in record and record.get("seed") in SEED_PAPERS:  # written before the contract
-        record["paper"] = SEED_PAPERS[record["seed"]]
     if record.get("paper") not in PAPERS:
         raise ValueError(f"{path}: unknown paper {record.get('paper')!r}")
     return Recorded(record["experiment"], record["paper"], record["headline"],
-                    tuple(Metric(**m) for m in record["metrics"]), tuple(Claim(**c) for c in record.get("claims", [])),
+                    tuple(Metric(**m) for m in record["metrics"]), tuple(Claim(**c) for c in record["claims"]),
                     record.get("run") or {})
 
 

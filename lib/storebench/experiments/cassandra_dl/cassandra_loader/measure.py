@@ -43,7 +43,7 @@ from storebench.loaders.prefetch import CassandraBlobs, Catalog, PrefetchLoader,
 from storebench.paths import scratch_dir
 from storebench.core.progress import tqdm
 from storebench.core.results import machine
-from storebench.stores import STORES, get_store_class
+from storebench.stores import get_store_class
 from storebench.stores.base import package_version
 from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci

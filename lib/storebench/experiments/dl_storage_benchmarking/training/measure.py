@@ -152,7 +152,7 @@ def grid(config: Settings) -> list[dict]:
 class TrainingResultWriter(ResultWriter):
     """ResultWriter whose rows carry the training columns too; raw per-step events per run."""
 
-    def __init__(self, raw_dir=None):
+    def __init__(self, raw_dir):
         super().__init__(EXPERIMENT, raw_dir=raw_dir)
         self.events: dict[str, list[pd.DataFrame]] = {}
 

@@ -6,42 +6,16 @@ workload and store beside the seed's Table 1, the figure, and the seed's stateme
 Pure: tables in, findings out (the measure module imports the summary helpers from here)."""
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
+from storebench.experiments.ml_storage_study.dataloaders.best import BASELINE, best_configs, summary
 from storebench.experiments.ml_storage_study import published as paper001
 from storebench.report.findings import (HOLDS, Findings, Metric, above, below, judge, not_comparable, ratio)
 
-BASELINE = "localfs"  # the seed's ext4 baseline
-CONFIG_KEYS = ["workload", "system", "loader", "rows_per_key", "batch_size", "prefetch", "workers"]
 # The array-native row layouts (storebench.stores.tables.TABLES; a test keeps the two equal): no rows per key.
 TABLE_SYSTEMS = ("tiledb-attrs", "tensorstore-zarr")
-
-
-def summary(rows: pd.DataFrame) -> pd.DataFrame:
-    """Mean epoch time and 95% CI per configuration (NaN prefetch for map-style kept as a key)."""
-    if rows.empty:
-        return pd.DataFrame(columns=CONFIG_KEYS + ["mean", "ci95", "rows_per_second", "repeats"])
-    out = []
-    keyed = rows.assign(prefetch=rows.prefetch.fillna(0))
-    for key, group in keyed.groupby(CONFIG_KEYS, sort=False):
-        mean, half, n = mean_ci(group.seconds)
-        out.append({**dict(zip(CONFIG_KEYS, key)), "layout": group.layout.iloc[0], "mean": mean, "ci95": half,
-                    "rows_per_second": group.n_rows.iloc[0] / mean, "repeats": n,
-                    "system_version": group.system_version.iloc[0]})
-    frame = pd.DataFrame(out)
-    frame["prefetch"] = frame.prefetch.replace(0, np.nan)
-    return frame
-
-
-def best_configs(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and system, the fastest configuration (lowest mean epoch time)."""
-    if summary.empty:
-        return summary
-    best = summary.loc[summary.groupby(["workload", "system"], sort=False)["mean"].idxmin()]
-    return best.reset_index(drop=True)
 
 
 def write_summary(writes: pd.DataFrame) -> pd.DataFrame:

@@ -31,7 +31,7 @@ import pandas as pd
 from pydantic import AfterValidator, Field, model_validator
 
 from storebench.core.experiment import ResultsDir
-from storebench.core.settings import NonNegativeInt, PositiveInt, Settings as Base, params_hash
+from storebench.core.settings import NonNegativeInt, PositiveInt, Settings as Base, one_of, params_hash
 from storebench.data import samples as sample_data
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.heap import heap_setting
@@ -40,13 +40,13 @@ from storebench.testbed.locations import store_root
 from storebench.core.progress import tqdm
 from storebench.core.results import machine
 from storebench.data.rowformats import KeyLayout, encode_objects, row_format
-from storebench.data.samples import WORKLOADS, row_fingerprints
+from storebench.data.samples import row_fingerprints
 from storebench.stores import STORES, get_store_class
 from storebench.stores.base import package_version
 from storebench.stores.systems import LocationNotSupported, ServicePool, open_system
 from storebench.stores.tables import TABLES, TableNotSupported
 from storebench.experiments.common import Run, Skipped, record_skipped
-from storebench.experiments.ml_storage_study.dataloaders.analysis import BASELINE, CONFIG_KEYS, best_configs, summary
+from storebench.experiments.ml_storage_study.dataloaders.best import best_configs, summary
 
 EXPERIMENT = "dataloaders"
 LOCATION = "disk-warm"
@@ -57,12 +57,6 @@ LOADER_SYSTEMS = sorted(set(STORES) | set(TABLES))
 
 GRID_KEYS = {"batch_sizes", "rows_per_key", "prefetch", "workers", "loaders"}
 Workload = Literal["text", "image", "graph"]
-
-
-def _loader_system(value: str) -> str:
-    if value not in LOADER_SYSTEMS:
-        raise ValueError(f"unknown loader system {value!r}; valid: {', '.join(LOADER_SYSTEMS)}")
-    return value
 
 
 def _grid(value: dict) -> dict:
@@ -82,7 +76,7 @@ def _grid(value: dict) -> dict:
     return value
 
 
-LoaderSystem = Annotated[str, AfterValidator(_loader_system)]
+LoaderSystem = Annotated[str, one_of("loader system", LOADER_SYSTEMS)]
 Grid = Annotated[dict, AfterValidator(_grid)]
 
 

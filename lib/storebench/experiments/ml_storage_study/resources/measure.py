@@ -13,10 +13,10 @@ Tables: ``resources`` (per workload, store and process group: mean and peak CPU%
 from __future__ import annotations
 
 import os
-from typing import Annotated, Literal
+from typing import Literal
 
 import pandas as pd
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
@@ -27,7 +27,7 @@ from storebench.data.rowformats import KeyLayout, row_format
 from storebench.data.samples import row_fingerprints
 from storebench.experiments.common import Run, Skipped, record_skipped
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.experiments.ml_storage_study.dataloaders.measure import LOADER_SYSTEMS, LOCATION, loader_dataset, write_objects
+from storebench.experiments.ml_storage_study.dataloaders.measure import LOCATION, LoaderSystem, loader_dataset, write_objects
 from storebench.experiments.ml_storage_study.scalability.measure import loader_configs
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
@@ -41,13 +41,6 @@ EXPERIMENT = "resources"
 Workload = Literal["text", "image", "graph"]
 
 
-def _loader_system(value: str) -> str:
-    if value not in LOADER_SYSTEMS:
-        raise ValueError(f"unknown loader system {value!r}; valid: {', '.join(LOADER_SYSTEMS)}")
-    return value
-
-
-LoaderSystem = Annotated[str, AfterValidator(_loader_system)]
 
 
 class Settings(Base):

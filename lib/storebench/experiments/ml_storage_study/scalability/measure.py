@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pandas as pd
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
@@ -31,7 +31,7 @@ from storebench.data.rowformats import KeyLayout, row_format
 from storebench.data.samples import row_fingerprints
 from storebench.experiments.common import Run, Skipped, record_skipped
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.experiments.ml_storage_study.dataloaders.measure import (LOADER_SYSTEMS, LOCATION, PARALLEL_WRITERS, Point,
+from storebench.experiments.ml_storage_study.dataloaders.measure import (LOCATION, LoaderSystem, PARALLEL_WRITERS, Point,
                                                                  loader_dataset, point_of, write_objects)
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
@@ -45,13 +45,6 @@ MIB = 1 << 20
 Workload = Literal["text", "image", "graph"]
 
 
-def _loader_system(value: str) -> str:
-    if value not in LOADER_SYSTEMS:
-        raise ValueError(f"unknown loader system {value!r}; valid: {', '.join(LOADER_SYSTEMS)}")
-    return value
-
-
-LoaderSystem = Annotated[str, AfterValidator(_loader_system)]
 CacheMiB = list[NonNegativeFloat | None]  # null: the library's default
 
 
