@@ -92,3 +92,17 @@ def test_imports_inside_functions_and_registry_paths_are_followed():
         "def f():\n    from .base import Store\nSTORES = {'x': 'storebench.stores.redis:RedisStore'}\n",
         "storebench.stores.readers")
     assert {"storebench.stores.base", "storebench.stores.redis"} <= found
+
+
+def test_a_registered_experiment_without_stages_gets_its_measurement_and_report_stages():
+    from ruamel.yaml import YAML
+
+    doc = YAML().load((ROOT / "dvc.yaml").read_text())
+    del doc["stages"]["measure_granularity"], doc["stages"]["report_granularity"]
+    assert pipeline.add_contract_stages(doc) == ["measure_granularity", "report_granularity"]
+    names = list(doc["stages"])
+    assert names.index("report_granularity") == names.index("index") - 1
+    measure, report = doc["stages"]["measure_granularity"], doc["stages"]["report_granularity"]
+    assert measure["cmd"] == "python -m storebench.pipeline.run measure granularity --scale ${scale}"
+    assert report["cmd"] == "python -m storebench.pipeline.notebooks granularity"
+    assert "results/granularity" in report["deps"] and pipeline.add_contract_stages(doc) == []

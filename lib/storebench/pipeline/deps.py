@@ -221,7 +221,7 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=4, offset=2)  # dvc.yaml's own style
     doc = yaml.load(dvc_yaml.read_text())
-    changed = split_contract_stages(doc)
+    changed = add_contract_stages(doc)
     for name, stage in _stages(doc).items():
         old = list(stage.get("deps", []))
         keep = [d for d in old if not is_library_dep(_dep_name(d))]
@@ -238,30 +238,28 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
     return list(dict.fromkeys(changed))
 
 
-def split_contract_stages(doc) -> list[str]:
-    """Replace the one stage of an experiment now on the contract (it has a measure module) by its
-    measurement stage and its report stage; returns the stages made."""
+def add_contract_stages(doc) -> list[str]:
+    """Add the measurement and report stages of a registered experiment that has none yet (before the
+    index); returns the stages made. Its data (``prepared/...``) and, if it records raw events,
+    ``results/raw/<name>`` are the author's to add."""
     from ruamel.yaml.comments import CommentedMap
 
-    from storebench.experiments import EXPERIMENTS, package
+    from storebench.experiments import EXPERIMENTS
 
     made = []
     for name in EXPERIMENTS:
-        old = doc["stages"].get(name)
-        if old is None or module_file(f"{package(name)}.measure") is None:
+        if f"measure_{name}" in doc["stages"]:
             continue
-        data = [d for d in old.get("deps", []) if not is_library_dep(_dep_name(d)) and not _dep_name(d).startswith("notebooks/")]
-        measure = CommentedMap(cmd=f"python -m {MEASURING_RUNNER} measure {name} --scale ${{scale}}", deps=data,
-                               params=list(old.get("params", [])),
-                               outs=[{f"results/{name}": {"cache": False}}, f"results/raw/{name}"])
+        measure = CommentedMap(cmd=f"python -m {MEASURING_RUNNER} measure {name} --scale ${{scale}}", deps=[],
+                               outs=[{f"results/{name}": {"cache": False}}])
         report = CommentedMap(cmd=f"python -m {PACKAGE}.pipeline.notebooks {name}",
                               deps=[f"notebooks/{name}.ipynb", f"results/{name}"],
                               outs=[f"reports/notebooks/{name}.ipynb", {f"reports/{name}.html": {"cache": False}},
                                     {f"reports/{name}.findings.json": {"cache": False}},
                                     {f"reports/figures/{name}": {"cache": False}}])
         stages = list(doc["stages"].items())
-        at = [k for k, _ in stages].index(name)
-        stages[at:at + 1] = [(f"measure_{name}", measure), (f"report_{name}", report)]
+        at = [k for k, _ in stages].index("index") if "index" in doc["stages"] else len(stages)
+        stages[at:at] = [(f"measure_{name}", measure), (f"report_{name}", report)]
         doc["stages"] = CommentedMap(stages)
         made += [f"measure_{name}", f"report_{name}"]
     return made

@@ -121,8 +121,10 @@ def build(reports_dir: Path = REPORTS_DIR) -> Path:
 <html><head><meta charset="utf-8"><title>storebench reports</title>
 <style>{STYLE}</style></head>
 <body><h1>storebench reports</h1>
-<p>Each report is an executed notebook: parameters, measurements (mean &plusmn; 95% CI over repeats),
-figures with the seed papers' published numbers as a labelled reference layer, and findings.
+<p>Each report renders one experiment from its recorded result tables (<code>results/</code>): the answer
+first (the paper's claims, each judged from a 95% CI: holds, does not hold, inconclusive or not comparable),
+figures with the papers' published numbers as a labelled reference layer, findings, method, detailed tables and
+provenance. Measured at the <code>small</code> scale (the quick check).
 Index built on {html.escape(card["host"])} ({card["cores"]} cores), git {html.escape(git_revision())}.</p>
 <nav>{nav}</nav>
 {body}

@@ -57,13 +57,15 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     paper's claims with their verdicts."""
     declared, run = experiment(name), tables.manifest
     card = run.get("machine", {})
+    left = "style='text-align:left;vertical-align:top'"
     rows = "".join(
-        f"<tr><td>{html.escape(c.reference)}</td><td>{html.escape(c.statement)}</td><td>{html.escape(c.metric)}</td>"
-        f"<td>{_interval(c)}</td><td>{html.escape(c.rule)}</td>"
-        f"<td style='color:{VERDICT_COLOURS[c.verdict]};font-weight:bold'>{c.verdict}</td>"
-        f"<td>{html.escape(c.why)}</td></tr>" for c in findings.claims)
-    claims = ("<table><tr><th>paper</th><th>statement</th><th>judged on</th><th>ours (95% CI)</th><th>rule</th>"
-              f"<th>verdict</th><th>why</th></tr>{rows}</table>") if rows else ""
+        f"<tr><td {left}>{html.escape(c.reference)}</td><td {left}>{html.escape(c.statement)}</td>"
+        f"<td {left}>{html.escape(c.metric)}</td><td {left}>{_interval(c)}</td><td {left}>{html.escape(c.rule)}</td>"
+        f"<td style='text-align:left;vertical-align:top;color:{VERDICT_COLOURS[c.verdict]};font-weight:bold'>"
+        f"{c.verdict}</td><td {left}>{html.escape(c.why)}</td></tr>" for c in findings.claims)
+    head = "".join(f"<th {left}>{h}</th>" for h in ("paper", "statement", "judged on", "ours (95% CI)", "rule",
+                                                     "verdict", "why"))
+    claims = f"<table><tr>{head}</tr>{rows}</table>" if rows else ""
     return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>{claims}"
             f"<p style='color:#57606a'>Scale <code>{html.escape(str(run.get('scale')))}</code>, measured "

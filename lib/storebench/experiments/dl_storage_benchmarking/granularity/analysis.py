@@ -114,6 +114,7 @@ def findings(summary: pd.DataFrame, claims: tuple = ()) -> Findings:
         *lines,
         "",
         "**Flexibility cost** (true per-sample shuffling over coarse objects): the most bytes read per byte "
-        "needed, per system: " + ", ".join(f"{s} {number(v, '.1f', 'x')}" for s, v in waste.items()) + ".",
+        "needed, per system: " + (", ".join(f"{s} {number(v, '.1f', 'x')}" for s, v in waste.items()) + "."
+                                  if len(waste) else "not measured at this scale (no `random` shuffle in its grid)."),
     ])
     return Findings(headline, text, claims=claims)
