@@ -71,12 +71,10 @@ def report_items(reports_dir: Path, recorded: list[Recorded], prefix: str = "") 
             figure = f'<img src="{prefix}figures/{r.experiment}/{drawn[0].name}" alt="{r.experiment} figure" width="420">'
         elif (reports_dir / f"{r.experiment}.png").exists():
             figure = f'<img src="{link}.png" alt="{r.experiment} figure" width="420">'
-        recorded_dir = reports_dir.parent / "results" / r.experiment  # an experiment on the contract
-        if (recorded_dir / "manifest.json").exists() and not prefix:
-            csv = f' &middot; <a href="../results/{r.experiment}/">result tables (CSV)</a>'
-        else:
-            csv = (f' &middot; <a href="{link}.csv">results table (CSV)</a>'
-                   if (reports_dir / f"{r.experiment}.csv").exists() else "")
+        results = f"results/{prefix}{r.experiment}"  # reports/paper/ renders results/paper/
+        csv = (f' &middot; <a href="../{results}/">result tables (CSV)</a>'
+               if (reports_dir.parent.parent if prefix else reports_dir.parent).joinpath(results, "manifest.json")
+               .exists() else "")
         counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n)
         claims = f" <i>(claims: {counts})</i>" if counts else ""
         items.append(f'<li><h3><a href="{link}.html">{html.escape(r.experiment.replace("_", " "))}</a></h3>'
