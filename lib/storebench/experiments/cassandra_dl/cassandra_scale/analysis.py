@@ -2,24 +2,13 @@
 recorded tables: the ring's throughput while a node joins and leaves, and images/s vs data-parallel ranks."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
-import numpy as np
 import pandas as pd
 
 from storebench.core.experiment import ResultTables
 from storebench.experiments.cassandra_dl import published as paper004
-from storebench.report.findings import Findings, Metric, above, below, judge, not_comparable
-from storebench.report.findings import ratio as _ratio_of_means
-
-
-def ratio(system: str, column: str, numerator, numerator_ci, denominator, denominator_ci):
-    """report.findings.ratio, but with no CI when either mean has none (one repeat): ratio() would
-    count a missing CI as zero and give a verdict a single run cannot support."""
-    made = _ratio_of_means(system, column, numerator, numerator_ci, denominator, denominator_ci)
-    if any(ci is None or not np.isfinite(ci) for ci in (numerator_ci, denominator_ci)):
-        return replace(made, ci95=float("nan"))
-    return made
+from storebench.report.findings import Findings, Metric, above, below, judge, not_comparable, ratio
 
 
 EXPERIMENT = "cassandra_scale"
