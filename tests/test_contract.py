@@ -40,6 +40,18 @@ def test_analysis_imports_nothing_that_measures(name):
     assert not bad, f"{name}/analysis.py imports {bad}"
 
 
+@pytest.mark.parametrize("name", ON_CONTRACT)
+def test_measure_does_not_import_the_analysis(name):
+    """A figure or verdict change must never re-measure."""
+    source = module_file(f"{package(name)}.measure").read_text()
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) and node.module}
+    assert f"{package(name)}.analysis" not in imported
+
+
+def test_every_registered_experiment_is_on_the_contract():
+    assert ON_CONTRACT == list(EXPERIMENTS)
+
+
 def test_the_package_root_holds_few_modules_and_no_import_circle():
     from storebench.pipeline.deps import LIB, imported_modules
 
