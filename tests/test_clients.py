@@ -5,7 +5,7 @@ from storebench.stores import get_store_class
 
 from conftest import open_test_store, value_for
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 
 EXPECTED = {  # what client_config() must report for the configuration env/requirements.lock installs
     "redis": ["redis-py", "hiredis", "C reply parser"],
@@ -16,6 +16,7 @@ EXPECTED = {  # what client_config() must report for the configuration env/requi
 }
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_client_config_names_the_fast_configuration(name, tmp_path, servers):
     with open_test_store(name, tmp_path, servers) as store:
@@ -24,6 +25,7 @@ def test_client_config_names_the_fast_configuration(name, tmp_path, servers):
             assert part in config, (name, config)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("parser, says", [("python", "pure-Python reply parser"), ("hiredis", "hiredis")])
 def test_redis_parser_is_chosen_per_store(parser, says, servers):
     cls = get_store_class("redis")
@@ -35,6 +37,7 @@ def test_redis_parser_is_chosen_per_store(parser, says, servers):
         store.clear()
 
 
+@pytest.mark.server
 def test_unknown_redis_parser_is_refused(servers):
     svc = servers.get("redis", "memory")
     with pytest.raises(ValueError, match="parser must be"):

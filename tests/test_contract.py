@@ -1,5 +1,6 @@
 """Every experiment follows the contract (storebench.core.experiment), in the same shape."""
 import ast
+from pathlib import Path
 import inspect
 
 import pytest
@@ -65,3 +66,13 @@ def test_the_package_root_holds_few_modules_and_no_import_circle():
         graph[name] = imported_modules(ast.unparse(ast.Module(top, [])), name, path.name == "__init__.py") - {name}
     cycles = [(a, b) for a, deps in graph.items() for b in deps if a in graph.get(b, set())]
     assert not cycles, cycles
+
+
+def test_tier_markers_are_set_per_test_not_per_file():
+    """A pure test in a file of server tests still runs in `make test-fast`."""
+    import re
+
+    tests = Path(__file__).parent
+    whole_files = [p.name for p in tests.rglob("test_*.py")
+                   if re.search(r"^pytestmark\s*=.*mark\.(slow|server)", p.read_text(), re.M)]
+    assert not whole_files

@@ -4,7 +4,8 @@ import gzip
 import numpy as np
 import pytest
 
-from storebench.data import corpora
+from storebench.data import samples
+from storebench.data.datasets import corpora
 from storebench.data.datasets import DatasetMissing, datasets_mirror
 
 
@@ -41,7 +42,7 @@ def test_fb15k237_triples_map_back_to_the_file(data_dir):
 def test_a_missing_mirror_is_a_clear_error(tmp_path):
     with pytest.raises(DatasetMissing, match="not in the mirror"):
         corpora.fetch("fb15k237", tmp_path / "data", mirror=tmp_path / "nowhere")
-    with pytest.raises(DatasetMissing, match="corpora.fetch"):
+    with pytest.raises(DatasetMissing, match="datasets fetch sentiment140"):
         corpora.load_sentiment140_raw(tmp_path)
     with pytest.raises(ValueError, match="valid: sentiment140, fb15k237"):
         corpora.fetch("cifar100", tmp_path)
@@ -58,11 +59,11 @@ def test_a_corrupted_mirror_file_is_refused(tmp_path):
 
 def test_ragged_bytes_round_trip_and_concatenation_scaling():
     texts = [b"", b"a", "caf\u00e9".encode(), b"x" * 300]
-    ragged = corpora.RaggedBytes.from_list(texts)
+    ragged = samples.RaggedBytes.from_list(texts)
     assert [ragged[i] for i in range(len(ragged))] == texts
-    scaled = corpora.scale_by_concatenation({"texts": ragged, "labels": np.arange(4)}, 3)
+    scaled = samples.scale_by_concatenation({"texts": ragged, "labels": np.arange(4)}, 3)
     assert [scaled["texts"][i] for i in range(12)] == texts * 3
     assert scaled["labels"].tolist() == list(range(4)) * 3
     for bad in (0, -1, 1.5):
         with pytest.raises(ValueError, match="scale factor"):
-            corpora.scale_by_concatenation({"labels": np.arange(4)}, bad)
+            samples.scale_by_concatenation({"labels": np.arange(4)}, bad)

@@ -19,7 +19,7 @@ from storebench.stores import get_store_class
 from storebench.stores.base import StoreConnectionError
 from storebench.data.workloads import Workload
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490}  # own instances, apart from the session's servers
 
 
@@ -29,6 +29,7 @@ def own_redis(tmp_path):
         yield svc
 
 
+@pytest.mark.server
 def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_path):
     store = get_store_class("redis")(own_redis.endpoint(), namespace="fault", service=own_redis)
     data = datasets.synthetic(2000)
@@ -46,6 +47,7 @@ def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_
     assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
 
 
+@pytest.mark.server
 def test_wrong_redis_password_is_an_authentication_error(own_redis):
     endpoint = {**own_redis.endpoint(), "password": "not-the-password"}
     endpoint.pop("url")
@@ -53,6 +55,7 @@ def test_wrong_redis_password_is_an_authentication_error(own_redis):
         get_store_class("redis")(endpoint)
 
 
+@pytest.mark.server
 def test_wrong_minio_secret_is_an_authentication_error(tmp_path):
     with local_service("minio", tmp_path, "disk", port=FAULT_PORT["minio"]) as svc:
         endpoint = {**svc.endpoint(), "secret_key": "wrong-secret-key"}
@@ -65,6 +68,7 @@ def test_unreachable_server_is_a_clear_connection_error():
         get_store_class("redis")({"host": "127.0.0.1", "port": 6391, "password": "x"})
 
 
+@pytest.mark.server
 def test_killed_server_in_an_experiment_stops_the_experiment(tmp_path, monkeypatch):
     """Through the experiment code path: the first failing system ends the run; no CSV appears."""
     from storebench.pipeline import run
@@ -93,7 +97,7 @@ def small_tmpfs(tmp_path):
 
 
 def test_disk_full_during_ingest_names_the_system_and_the_fix(small_tmpfs, tmp_path, monkeypatch):
-    monkeypatch.setattr(locations, "MEMORY_DIR", small_tmpfs)  # the store's "memory" location: 1 MiB
+    monkeypatch.setenv("STOREBENCH_MEMORY_DIR", str(small_tmpfs))  # the store's "memory" location: 1 MiB
     run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
     with pytest.raises(MeasurementFailed, match=r"^localfs failed during ingest at memory: OSError: .*No space left"
                                                 r".*out of space: free space there.*No result of this run"):
@@ -129,6 +133,7 @@ def _fault_after(seconds, api, proxy, kind, attributes):
     return timer
 
 
+@pytest.mark.server
 def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redis, tmp_path):
     reader, api, proxy = relayed_redis
     run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
@@ -143,6 +148,7 @@ def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redi
     assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
 
 
+@pytest.mark.server
 def test_server_too_slow_times_out_after_the_stated_timeout(relayed_redis, tmp_path):
     reader, api, proxy = relayed_redis
     run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from storebench.data import imagenet
+from storebench.data.datasets import imagenet
 from storebench.data.datasets import DatasetMissing, datasets_mirror
 
 
@@ -25,7 +25,7 @@ def test_images_are_the_manifest_files_byte_for_byte():
 def test_a_missing_mirror_is_a_clear_error(tmp_path):
     with pytest.raises(DatasetMissing, match="not in the mirror"):
         imagenet.fetch(tmp_path / "data", mirror=tmp_path / "nowhere")
-    with pytest.raises(DatasetMissing, match="imagenet fetch"):
+    with pytest.raises(DatasetMissing, match="datasets fetch imagenet-sample"):
         imagenet.manifest(tmp_path / "data")
 
 

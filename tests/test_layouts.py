@@ -8,7 +8,7 @@ import duckdb
 import pandas as pd
 import pytest
 
-from storebench.data import imagenet
+from storebench.data.datasets import imagenet
 from storebench.core.settings import ParamsError
 from storebench.experiments.layoutbench.layouts import measure as lb
 from storebench.pipeline import run

@@ -10,9 +10,10 @@ from storebench.stores import get_store_class
 
 from conftest import value_for
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("name", ["mongodb-api", "mongodb-api-concurrent"])
 def test_version_names_the_backend(name, servers):
     svc = servers.get("mongodb-ferretdb")
@@ -21,6 +22,7 @@ def test_version_names_the_backend(name, servers):
     assert svc.version().endswith("(SQLite backend)")
 
 
+@pytest.mark.server
 def test_concurrent_batch_is_single_finds_in_flight(servers):
     svc = servers.get("mongodb-ferretdb")
     store = get_store_class("mongodb-api-concurrent")(svc.endpoint(), namespace="concurrent", service=svc, parallel=4)
@@ -34,6 +36,7 @@ def test_concurrent_batch_is_single_finds_in_flight(servers):
         store.close()
 
 
+@pytest.mark.server
 def test_in_statement_is_computed_from_the_rows(prepared_mnist, servers, tmp_path):
     svc = servers.get("mongodb-ferretdb")
     tables = run.measure("access_pattern", "smoke", results_root=tmp_path, progress=False, overrides={

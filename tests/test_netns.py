@@ -12,7 +12,7 @@ from storebench.services import LOCAL_SERVICES
 from storebench.services.base import tcp_open
 from storebench.stores.systems import ServicePool
 
-pytestmark = pytest.mark.slow
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
 
 SINK = """
 import socket, sys
@@ -62,6 +62,7 @@ def send_through(hop: NetworkHop, n_bytes: int) -> float:
         sink.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_hop_is_a_real_route_into_a_namespace_and_is_torn_down(hop):
     assert hop.namespace in namespaces() and hop.host_link in links()
     assert send_through(hop, 1 << 20) > 0
@@ -70,6 +71,7 @@ def test_hop_is_a_real_route_into_a_namespace_and_is_torn_down(hop):
     hop.delete()  # idempotent
 
 
+@pytest.mark.slow
 def test_token_bucket_limits_the_rate(hop):
     """2 MB at 20 Mbit/s cannot take less than 0.8 s (a busy machine only makes it slower)."""
     hop.shape("20mbit")
@@ -80,6 +82,7 @@ def test_token_bucket_limits_the_rate(hop):
     assert "tbf" not in hop.qdiscs()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("service", sorted(LOCAL_SERVICES))
 def test_every_server_starts_inside_the_namespace(hop, service):
     with ServicePool(hop=hop) as pool:
@@ -92,6 +95,7 @@ def test_every_server_starts_inside_the_namespace(hop, service):
     assert not local.is_running()
 
 
+@pytest.mark.slow
 def test_namespaces_left_by_a_killed_run_are_removed(hop):
     dead = subprocess.Popen(["true"])
     dead.wait()

@@ -9,7 +9,7 @@ from storebench.testbed.netprofiles import PROFILES, NetworkPath, ProfileNotSupp
 from storebench.services import local_service
 from storebench.stores import get_store_class
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 PORT = {"toxiproxy": 8482, "redis": 6396}  # own instances, apart from the session's servers
 
 
@@ -19,6 +19,7 @@ def toxiproxy(tmp_path_factory):
         yield svc
 
 
+@pytest.mark.server
 def test_toxiproxy_starts_and_stops_by_pid(tmp_path):
     svc = local_service("toxiproxy", tmp_path, port=PORT["toxiproxy"] + 1).start()
     try:
@@ -32,6 +33,7 @@ def test_toxiproxy_starts_and_stops_by_pid(tmp_path):
     assert not svc.pidfile.exists()
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("name", sorted(PROFILES))
 def test_measured_rtt_is_at_least_the_configured_latency(name, toxiproxy):
     with NetworkPath(name, toxiproxy=toxiproxy) as path:
@@ -41,6 +43,7 @@ def test_measured_rtt_is_at_least_the_configured_latency(name, toxiproxy):
     assert net["net_throughput_mbit"] > 0
 
 
+@pytest.mark.server
 @pytest.mark.skipif(os.geteuid() != 0, reason="a network namespace needs root")
 def test_lan_1g_across_the_veth_hop_is_shaped_and_relayed(toxiproxy):
     with NetworkHop() as hop, NetworkPath("lan-1g", hop=hop, toxiproxy=toxiproxy) as path:
@@ -51,6 +54,7 @@ def test_lan_1g_across_the_veth_hop_is_shaped_and_relayed(toxiproxy):
     assert not hop.exists()
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("name", ["lan-1g", "cloud-s3"])
 def test_redis_answers_verified_reads_through_a_profile(name, toxiproxy, tmp_path):
     with local_service("redis", tmp_path, "memory", port=PORT["redis"]) as redis:
@@ -71,6 +75,7 @@ def test_redis_answers_verified_reads_through_a_profile(name, toxiproxy, tmp_pat
         direct.close()
 
 
+@pytest.mark.server
 def test_ceph_cannot_be_routed_through_one_relay(toxiproxy):
     with NetworkPath("lan-1g", toxiproxy=toxiproxy) as path:
         with pytest.raises(ProfileNotSupported, match="ceph: a RADOS client talks to every"):

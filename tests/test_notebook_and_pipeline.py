@@ -15,7 +15,7 @@ from storebench.pipeline import notebooks, run as pipeline
 from storebench.paths import ROOT
 from storebench.core.results import ROW_COLUMNS
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
 
 
 def check_access_pattern_results(csv: Path, scale: str, systems: set[str] | None = None):
@@ -72,6 +72,8 @@ def check_contract_report(tmp_path: Path, name: str, scale: str = "smoke", **ove
 AP_SMOKE_SYSTEMS = ["localfs", "rocksdb", "redis", "cassandra", "minio", "minio-obstore"]  # the clients' pairs too
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_access_pattern_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     check_contract_report(tmp_path, "access_pattern", systems=AP_SMOKE_SYSTEMS)
     results = tmp_path / "results" / "access_pattern"
@@ -82,6 +84,8 @@ def test_access_pattern_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert len(pd.read_csv(results / "harness.csv")) == 2
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_location_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     rows, recorded = check_contract_report(tmp_path, "location")
     systems = set(yaml.safe_load((ROOT / "params.yaml").read_text())["location"]["systems"])
@@ -93,6 +97,8 @@ def test_location_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert len(recorded["claims"]) == 7
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_format_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     rows, recorded = check_contract_report(tmp_path, "format")
     assert set(rows.format) >= {"raw", "pickle", "blob"}
@@ -120,6 +126,8 @@ def test_format_analysis_is_pure_and_judges_the_paper(tmp_path):
     assert decode.verdict == "not comparable"
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     rows, _ = check_contract_report(tmp_path, "granularity")
     coarse = rows[(rows.samples_per_object > 1) & (rows.access == "random")]
@@ -128,6 +136,8 @@ def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
     assert (whole.bytes == whole.needed_bytes).all()
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_breakdown_at_smoke_scale(prepared_mnist, tmp_path):
     from storebench.pipeline import notebooks as report_notebooks, run
 
@@ -163,6 +173,8 @@ def test_breakdown_at_smoke_scale(prepared_mnist, tmp_path):
     assert all(c["verdict"] != "not comparable" for c in claims)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     copy = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,

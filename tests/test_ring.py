@@ -10,7 +10,7 @@ from cassandra.concurrent import execute_concurrent_with_args
 
 from storebench.experiments.cassandra_dl.ring import FIRST, SECOND, Ring
 
-pytestmark = [pytest.mark.server, pytest.mark.usefixtures("default_ports_free")]
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 
 
 def cassandra_jvms() -> list[int]:
@@ -24,6 +24,8 @@ def read_all(session, rows: dict) -> bool:
     return all(r.success and r.result_or_exc.one().v == rows[k] for r, k in zip(results, rows))
 
 
+@pytest.mark.server
+@pytest.mark.usefixtures("default_ports_free")
 def test_a_node_joins_and_leaves_with_every_row_intact(tmp_path):
     before = cassandra_jvms()
     with Ring(tmp_path / "ring") as ring:

@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from storebench.data import corpora, samples
+from storebench.data import samples
+from storebench.data.datasets import corpora
 from storebench.core.settings import ParamsError
 from storebench.experiments.ml_storage_study.dataloaders import analysis as dl_analysis, measure as dl
 from storebench.pipeline import run
@@ -34,7 +35,7 @@ def test_fingerprints_see_a_changed_moved_or_truncated_byte(rows_of):
         text = changed["text"]
         data = text.data.copy()
         data[text.offsets[5]] ^= 1 if text.lengths()[5] else 0
-        changed["text"] = corpora.RaggedBytes(data, text.offsets)
+        changed["text"] = samples.RaggedBytes(data, text.offsets)
         row = 5 if text.lengths()[5] else None
         swapped = samples.take_ragged(text, np.array([1, 0]))  # two rows swapped: both differ
         assert (samples._ragged_fingerprints(swapped) != samples._ragged_fingerprints(text)[:2]).any()
@@ -48,12 +49,12 @@ def test_fingerprints_see_a_changed_moved_or_truncated_byte(rows_of):
 
 
 def _row_bytes(columns, i):
-    return [c[i] if isinstance(c, corpora.RaggedBytes) else c[i].tobytes() for _, c in sorted(columns.items())]
+    return [c[i] if isinstance(c, samples.RaggedBytes) else c[i].tobytes() for _, c in sorted(columns.items())]
 
 
 def test_ragged_take_and_scale_by_concatenation():
     texts = [b"", b"a", b"bc", b"def"]
-    column = corpora.RaggedBytes.from_list(texts)
+    column = samples.RaggedBytes.from_list(texts)
     taken = samples.take_ragged(column, np.array([3, 0, 3, 2]))
     assert [taken[i] for i in range(4)] == [b"def", b"", b"def", b"bc"]
     scaled = samples.Samples("t", "text", {"text": column, "label": np.arange(4, dtype=np.uint8)}).scaled(3)
@@ -267,7 +268,7 @@ def test_the_real_corpora_prepare_and_load(tmp_path):
 def test_a_missing_prepared_corpus_says_how_to_make_it(tmp_path):
     from storebench.data.datasets import DatasetMissing
 
-    with pytest.raises(DatasetMissing, match="dvc repro prepare_corpus"):
+    with pytest.raises(DatasetMissing, match="dvc repro prepare`"):
         samples.load("graph", prepared_dir=tmp_path)
     with pytest.raises(ValueError, match="valid workloads: text, image, graph"):
         samples.load("audio")

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench.data import corpora, datasets
+from storebench.data.datasets import sources
 from storebench.pipeline import notebooks, run
 from storebench.paths import ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
 
 
 @pytest.fixture(scope="module")
@@ -22,9 +22,9 @@ def prepared_seed001(tmp_path_factory):
     import os
 
     out = tmp_path_factory.mktemp("prepared001")
-    datasets.prepare("cifar10", out_dir=out)
+    sources.prepare("cifar10", out_dir=out)
     for name in ("sentiment140", "fb15k237"):
-        corpora.prepare(name, out_dir=out)
+        sources.prepare(name, out_dir=out)
     saved = os.environ.get("STOREBENCH_PREPARED")
     os.environ["STOREBENCH_PREPARED"] = str(out)
     yield out
@@ -68,6 +68,8 @@ def check_rows(rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     tables = measured("dataloaders", results_root, tmp_path)
     rows = check_rows(tables["dataloaders"])
@@ -91,6 +93,8 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert workers and all(c["verdict"] == "not comparable" and "2 cores" in c["why"] for c in workers)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     tables = measured("scalability", results_root, tmp_path)
     scaled = check_rows(tables["scalability"])
@@ -104,6 +108,8 @@ def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert all(r.n_rows == base[r.workload] * r.factor for r in scaled.itertuples())
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_resources_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     tables = measured("resources", results_root, tmp_path)
     used = check_rows(tables["resources"])
@@ -114,6 +120,8 @@ def test_resources_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert (timeline.rss_bytes >= 0).all() and len(timeline) > len(used)
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_embeddings_at_smoke_scale(results_root, tmp_path):
     tables = measured("embeddings", results_root, tmp_path)
     rows = check_rows(tables["embeddings"])

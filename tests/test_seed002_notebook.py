@@ -9,9 +9,11 @@ import pytest
 from storebench.pipeline import notebooks, run
 from storebench.report.findings import VERDICTS
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_layouts_at_smoke_scale(tmp_path):
     results = tmp_path / "results"
     tables = run.measure("layouts", "smoke", results_root=results, progress=False)

@@ -23,7 +23,7 @@ from storebench.services import local_service
 from storebench.services.base import port_offset
 from storebench.stores import get_store_class
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 # apart from the session's servers (9042) and storebench.experiments.cassandra_dl.ring's nodes; moved like them by STOREBENCH_PORT_OFFSET
 PORT, REDIS_PORT = 9242 + port_offset(), 6396 + port_offset()
 KEYSPACE = "seed004_test"
@@ -99,6 +99,7 @@ SYSTEMS = ["cassandra", "localfs", "rocksdb", "redis"]
 
 
 # ------------------------------------------------------------------------------ data model
+@pytest.mark.server
 def test_three_tables_hold_every_sample_with_its_checksum(session, images):
     count = lambda table: session.execute(f"SELECT COUNT(*) FROM {KEYSPACE}.{table}").one()[0]  # noqa: E731
     assert [count(t) for t in cm.TABLES] == [200, 200, 200]
@@ -113,6 +114,7 @@ def test_three_tables_hold_every_sample_with_its_checksum(session, images):
     assert images.blobs[7] is images.blobs[57]  # copies share their original's bytes
 
 
+@pytest.mark.server
 def test_images_are_224_rgb_in_both_encodings(images):
     raw = imagesets.image_set(4, "raw", n_originals=4)
     assert {len(b) for b in raw.blobs} == {imagesets.RAW_BYTES}
@@ -125,6 +127,7 @@ def test_images_are_224_rgb_in_both_encodings(images):
     assert images.table.groupby("original").size().eq(4).all() and set(images.table["kind"]) == {"animal", "object"}
 
 
+@pytest.mark.server
 def test_splits_from_cassandra_equal_splits_from_the_same_rows_in_memory(splits, images):
     in_memory = sp.make_splits(sp.FrameMetadata(images.table), [3, 1], group_by=["original"], label="kind", seed=4)
     assert splits.ids == in_memory.ids and sum(splits.sizes()) == 200
@@ -132,6 +135,7 @@ def test_splits_from_cassandra_equal_splits_from_the_same_rows_in_memory(splits,
     assert not groups[0] & groups[1]
 
 
+@pytest.mark.server
 def test_a_split_file_of_another_table_is_rejected(tmp_path, splits, session, ingested, images):
     path = splits.save(tmp_path / "splits.json")
     assert sp.Splits.load(path, sp.CassandraMetadata(session, KEYSPACE)).ids == splits.ids
@@ -146,6 +150,7 @@ def test_a_split_file_of_another_table_is_rejected(tmp_path, splits, session, in
 
 
 # ------------------------------------------------------------------------------ the loop face
+@pytest.mark.server
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_load_batch_reads_every_sample_of_each_split_once_verified(system, ingested, embedded, images, splits,
                                                                    request):
@@ -171,6 +176,7 @@ def test_load_batch_reads_every_sample_of_each_split_once_verified(system, inges
 
 
 # ------------------------------------------------------------------------------ the PyTorch face
+@pytest.mark.server
 @pytest.mark.parametrize("system", ["cassandra", "rocksdb"])
 def test_two_ranks_with_two_workers_each_read_the_split_exactly_once(system, ingested, embedded, images, splits):
     catalog = Catalog.from_frame(images.table)
@@ -186,6 +192,7 @@ def test_two_ranks_with_two_workers_each_read_the_split_exactly_once(system, ing
     assert len(seen) == len(set(seen)) == len(splits.ids[0]) and set(seen) == set(splits.ids[0])
 
 
+@pytest.mark.server
 def test_the_next_depth_batches_are_requested_before_the_current_one_is_awaited(embedded, images, splits):
     from storebench.loaders.prefetch import BatchStream, cut
 
@@ -206,6 +213,7 @@ def test_the_next_depth_batches_are_requested_before_the_current_one_is_awaited(
 
 
 # ------------------------------------------------------------------------------ faults
+@pytest.mark.server
 def test_a_corrupted_blob_is_detected_naming_its_uuid(session, ingested, embedded, images, splits):
     catalog = Catalog.from_frame(images.table)
     victim = splits.ids[1][3]
@@ -232,6 +240,7 @@ def test_an_unreachable_node_is_named():
         source.open()
 
 
+@pytest.mark.server
 def test_a_node_killed_during_reads_fails_clearly_naming_it(cassandra, ingested, images, splits):
     """Last test of the module: it kills the module's node (the fixture's stop copes)."""
     catalog = Catalog.from_frame(images.table)

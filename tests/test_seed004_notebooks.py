@@ -11,7 +11,7 @@ from storebench.pipeline import notebooks, run
 from storebench.experiments.cassandra_dl import ranks
 from storebench.report.findings import VERDICTS
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("default_ports_free")]
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
 
 
 def check_report(out, name: str) -> dict:
@@ -24,6 +24,8 @@ def check_report(out, name: str) -> dict:
     return recorded
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_cassandra_loader_at_smoke_scale(tmp_path):
     results = tmp_path / "results"
     tables = run.measure("cassandra_loader", "smoke", results_root=results, progress=False)
@@ -39,6 +41,8 @@ def test_cassandra_loader_at_smoke_scale(tmp_path):
     assert {m["system"] for m in recorded["metrics"]} == {"cassandra", "localfs"}
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
 def test_cassandra_scale_runs_two_ranks_at_smoke_scale(tmp_path):
     results = tmp_path / "results"
     tables = run.measure("cassandra_scale", "smoke", results_root=results, progress=False)

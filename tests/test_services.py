@@ -21,7 +21,7 @@ import pytest
 
 from storebench.services import LOCAL_SERVICES, ServiceError, local_service
 
-pytestmark = pytest.mark.server
+# Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 
 PORTS = {"redis": 16379, "mongodb-ferretdb": 27117, "minio": 19000, "cassandra": 19042, "ceph": 13300,
          "rgw": 17480}
@@ -151,6 +151,7 @@ def _check_version(system, version: str) -> None:
 
 # ---------------------------------------------------------------- fast servers
 
+@pytest.mark.server
 @pytest.mark.parametrize("location", ["memory", "disk"])
 @pytest.mark.parametrize("system", ["redis", "mongodb-ferretdb", "minio"])
 def test_start_write_read_restart_stop(system, location, workdir):
@@ -175,14 +176,16 @@ def test_start_write_read_restart_stop(system, location, workdir):
     assert not again.data_dir.exists()
 
 
+@pytest.mark.server
 def test_memory_location_is_tmpfs(workdir):
-    from storebench.services.base import memory_root
+    from storebench.paths import memory_dir
 
     svc = _service("redis", workdir, "memory")
-    assert str(svc.data_dir).startswith(str(memory_root()))
+    assert str(svc.data_dir).startswith(str(memory_dir()))
     assert str(_service("redis", workdir, "disk").data_dir).startswith(str(workdir))
 
 
+@pytest.mark.server
 def test_wrong_password_is_an_auth_error(workdir):
     import redis
 
@@ -195,6 +198,7 @@ def test_wrong_password_is_an_auth_error(workdir):
             assert s.recv(100).startswith(b"-NOAUTH")
 
 
+@pytest.mark.server
 def test_credentials_are_per_workdir_and_private(workdir):
     svc = _service("redis", workdir)
     path = svc.dir / "credentials.json"
@@ -203,6 +207,7 @@ def test_credentials_are_per_workdir_and_private(workdir):
     assert len(pw) >= 20 and svc.credentials()["password"] == pw
 
 
+@pytest.mark.server
 def test_stale_pidfile_after_kill_9(workdir):
     svc = _service("redis", workdir, "memory").start()
     (pid,) = svc.pids()
@@ -224,6 +229,7 @@ def test_stale_pidfile_after_kill_9(workdir):
         svc.stop()
 
 
+@pytest.mark.server
 def test_still_running_server_is_not_reused(workdir):
     with _service("redis", workdir, "memory") as first:
         second = _service("redis", workdir, "memory")
@@ -234,6 +240,7 @@ def test_still_running_server_is_not_reused(workdir):
         assert first.client().ping()  # untouched
 
 
+@pytest.mark.server
 def test_port_taken(workdir):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -245,6 +252,7 @@ def test_port_taken(workdir):
         assert str(svc.log_file) in str(err.value)
 
 
+@pytest.mark.server
 def test_server_exiting_during_startup_fails_fast_with_log(workdir):
     svc = _service("redis", workdir, "memory")
     svc.extra_args = ["--no-such-directive", "yes"]   # a broken config
@@ -283,6 +291,7 @@ _CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_no_orphan_when_python_dies(sig, workdir):
     _service("redis", workdir)
@@ -300,6 +309,7 @@ def test_no_orphan_when_python_dies(sig, workdir):
         local_service("redis", workdir, "memory", port).stop()
 
 
+@pytest.mark.server
 def test_a_forked_child_ending_leaves_its_parents_servers_running(workdir):
     """A DataLoader worker is a fork: it inherits the stop-at-exit handlers, and its SIGTERM or
     exit must not stop the servers its parent started."""
@@ -316,6 +326,7 @@ def test_a_forked_child_ending_leaves_its_parents_servers_running(workdir):
         svc.stop()
 
 
+@pytest.mark.server
 def test_cli_start_status_stop(workdir):
     _service("redis", workdir)
     port = PORTS["redis"] + 2
@@ -351,6 +362,7 @@ def cassandra(workdir):
     svc.wipe()
 
 
+@pytest.mark.server
 def test_cassandra(cassandra):
     assert cassandra.startup_seconds < 120
     _check_version("cassandra", cassandra.version())
@@ -358,6 +370,7 @@ def test_cassandra(cassandra):
     assert _read("cassandra", cassandra, "k1") == b"\x00cassandra"
 
 
+@pytest.mark.server
 def test_cassandra_restart_keeps_data(cassandra):
     _write("cassandra", cassandra, "k2", b"kept")
     pids = cassandra.pids()
@@ -378,6 +391,7 @@ def ceph(workdir):
     svc.wipe()
 
 
+@pytest.mark.server
 def test_ceph(ceph):
     assert len(ceph.pids()) == 3   # mon, mgr, osd
     _check_version("ceph", ceph.version())
@@ -386,6 +400,19 @@ def test_ceph(ceph):
     assert ceph.endpoint()["objectstore"] == "memstore"
 
 
+@pytest.mark.server
+def test_the_rados_client_version_is_debians_package_of_the_servers_release(ceph):
+    import re
+
+    from storebench.core.provenance import package_version
+
+    client = package_version("rados")  # no PyPI metadata: python3-rados comes from Debian
+    assert client.endswith("(Debian python3-rados)")
+    release = re.search(r"(\d+\.\d+)\.\d+", ceph.version()).group(1)
+    assert client.startswith(release + "."), (client, ceph.version())
+
+
+@pytest.mark.server
 def test_ceph_restart_keeps_data(ceph):
     _write("ceph", ceph, "obj2", b"kept")
     pids = ceph.pids()
@@ -395,6 +422,7 @@ def test_ceph_restart_keeps_data(ceph):
     assert _read("ceph", ceph, "obj2") == b"kept"
 
 
+@pytest.mark.server
 def test_rgw_starts_on_its_own_ceph_on_loopback_and_stops_by_pid(workdir):
     """RGW brings up its own Ceph (mon, mgr, osd) and radosgw, all listening on 127.0.0.1 only;
     a real S3 call works with the generated keys; stop() ends every one of those processes."""

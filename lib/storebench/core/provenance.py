@@ -13,12 +13,15 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from storebench.paths import ROOT, WORK_DIR
+from storebench.paths import ROOT, work_dir
 
 # The client libraries and engines a result can depend on (recorded when installed).
 CLIENT_PACKAGES = ("numpy", "pandas", "pyarrow", "torch", "rocksdict", "tiledb", "tensorstore", "redis", "hiredis",
-                   "pymongo", "cassandra-driver", "minio", "obstore", "duckdb", "pylance", "webdataset", "dvc",
-                   "papermill")
+                   "pymongo", "cassandra-driver", "minio", "obstore", "duckdb", "pylance", "webdataset", "rados",
+                   "dvc", "papermill")
+# Client modules that come from a Debian package, not from PyPI (no Python distribution metadata):
+# python-rados is Debian's python3-rados, linked into the venv by env/servers/install-ceph.sh.
+DEBIAN_PACKAGES = {"rados": "python3-rados"}
 
 
 def git_revision() -> str:
@@ -40,7 +43,7 @@ def machine_card() -> dict:
         "cpu_model": _cpu_model(),
         "cores": os.cpu_count(),
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-        **_disk(WORK_DIR if WORK_DIR.exists() else ROOT),
+        **_disk(work_dir() if work_dir().exists() else ROOT),
         "kernel": platform.release(),
         "os": _os_name(),
         "python": platform.python_version(),
@@ -74,14 +77,31 @@ def _os_name() -> str:
         return "unknown"
 
 
+def package_version(dist: str) -> str:
+    """The installed version of a Python distribution, or of the Debian package a client module
+    comes from (``16.2.15+ds-0+deb12u2 (Debian python3-rados)``); "unknown" when neither is there."""
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        pass
+    if dist in DEBIAN_PACKAGES:
+        return _debian_version(DEBIAN_PACKAGES[dist])
+    return "unknown"
+
+
+@lru_cache(maxsize=None)
+def _debian_version(package: str) -> str:
+    try:
+        version = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True,
+                                 check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{version} (Debian {package})" if version else "unknown"
+
+
 def package_versions(names=CLIENT_PACKAGES) -> dict[str, str]:
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return versions
+    """Versions of the client packages that are installed (absent ones are left out)."""
+    return {name: version for name in names if (version := package_version(name)) != "unknown"}
 
 
 def new_run_id(experiment: str, started: datetime) -> str:

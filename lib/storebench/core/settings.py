@@ -56,7 +56,7 @@ def _formats():
 
 
 def _datasets():
-    from storebench.data.datasets import RAW_LOADERS
+    from storebench.data.datasets.images import RAW_LOADERS
     return {*RAW_LOADERS, "synthetic"}
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from storebench.data import imagenet
+from storebench.data.datasets import imagenet
 from storebench.paths import DATA_DIR
 
 SIZE = 224

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storebench.data.corpora import RaggedBytes
-from storebench.data.samples import Samples, slice_columns
+from storebench.data.samples import RaggedBytes, Samples, slice_columns
 
 _COUNT = struct.Struct("<I")
 

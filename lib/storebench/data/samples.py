@@ -1,7 +1,7 @@
 """One type for samples of any modality: named columns of equal length, row i being sample i.
 
 A column is either an array whose first axis is the row (images (n, H, W, C) uint8, labels (n,),
-triples (n, 3) int32) or :class:`~storebench.data.corpora.RaggedBytes` (variable-length bytes such as
+triples (n, 3) int32) or :class:`~RaggedBytes` (variable-length bytes such as
 tweets: one buffer plus offsets). Seed 001's three workloads:
 
 | workload | dataset | columns |
@@ -21,7 +21,34 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from storebench.data.corpora import RaggedBytes, scale_by_concatenation
+
+@dataclass(frozen=True)
+class RaggedBytes:
+    """Variable-length byte strings: sample i is ``data[offsets[i]:offsets[i + 1]]``."""
+    data: np.ndarray  # uint8
+    offsets: np.ndarray  # int64, len(samples) + 1, offsets[0] == 0
+
+    @classmethod
+    def from_list(cls, items: list[bytes]) -> "RaggedBytes":
+        lengths = np.fromiter((len(b) for b in items), dtype=np.int64, count=len(items))
+        offsets = np.zeros(len(items) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls(np.frombuffer(b"".join(items), dtype=np.uint8).copy(), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
+
+    def take(self, indices) -> "RaggedBytes":
+        from storebench.data.samples import take_ragged
+
+        return take_ragged(self, np.asarray(indices, dtype=np.int64))
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
 
 Column = "np.ndarray | RaggedBytes"
 WORKLOADS = {"text": "sentiment140", "image": "cifar10", "graph": "fb15k237"}  # workload -> dataset
@@ -84,6 +111,23 @@ def take_ragged(column: RaggedBytes, rows: np.ndarray) -> RaggedBytes:
     np.cumsum(lengths, out=offsets[1:])
     positions = np.arange(offsets[-1], dtype=np.int64) - np.repeat(offsets[:-1] - starts, lengths)
     return RaggedBytes(column.data[positions], offsets)
+
+
+def scale_by_concatenation(columns: dict[str, np.ndarray | RaggedBytes], factor: int) -> dict:
+    """Each column repeated ``factor`` times end to end (the seed's x1..x50 inputs): the same
+    samples, ``factor`` times as many rows."""
+    if not isinstance(factor, (int, np.integer)) or factor < 1:
+        raise ValueError(f"scale factor must be an integer >= 1, got {factor!r}")
+    out = {}
+    for name, column in columns.items():
+        if isinstance(column, RaggedBytes):
+            lengths = np.tile(column.lengths(), factor)
+            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            out[name] = RaggedBytes(np.tile(column.data, factor), offsets)
+        else:
+            out[name] = np.concatenate([column] * factor)
+    return out
 
 
 def concat_columns(parts: list[dict]) -> dict:
@@ -163,7 +207,8 @@ def _ragged_fingerprints(column: RaggedBytes) -> np.ndarray:
 # ------------------------------------------------------------------------------- loading
 def load(workload: str, n_rows: int | None = None, prepared_dir=None) -> Samples:
     """The prepared dataset of ``workload`` (first ``n_rows`` rows if given)."""
-    from storebench.data import corpora, datasets
+    from storebench.data import datasets
+    from storebench.data.datasets import corpora
 
     if workload not in WORKLOADS:
         raise ValueError(f"unknown workload {workload!r}; valid workloads: {', '.join(WORKLOADS)}")

@@ -111,6 +111,8 @@ def command_modules(cmd: str) -> tuple[set[str], list[Path]]:
     match = re.search(rf"-m\s+({PACKAGE}(?:\.\w+)*)", cmd)
     if match:
         modules.add(match.group(1))
+        if module_file(f"{match.group(1)}.__main__") is not None:  # `python -m package` runs its __main__
+            modules.add(f"{match.group(1)}.__main__")
         words = cmd[match.end():].split()
         if match.group(1) == f"{PACKAGE}.pipeline.notebooks":
             notebook = ROOT / "notebooks" / f"{words[0]}.ipynb"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from storebench.services.base import LocalService, ServiceError, default_workdir
+from storebench.paths import services_dir
+from storebench.services.base import LocalService, ServiceError
 from storebench.services.cassandra import CassandraService
 from storebench.services.ceph import CephService
 from storebench.services.ferretdb import FerretDBService
@@ -45,10 +46,10 @@ def local_service(system: str, workdir: Path | str | None = None, location: str 
     known = {**LOCAL_SERVICES, **NETWORK_SERVICES}
     if name not in known:
         raise ValueError(f"unknown local service {system!r}; valid: {', '.join(known)}")
-    workdir = Path(workdir) if workdir is not None else default_workdir()
+    workdir = Path(workdir) if workdir is not None else services_dir()
     return known[name](workdir, location, port, host=host, netns=netns)
 
 
-__all__ = ["LOCAL_SERVICES", "NETWORK_SERVICES", "LocalService", "ServiceError", "local_service", "default_workdir",
+__all__ = ["LOCAL_SERVICES", "NETWORK_SERVICES", "LocalService", "ServiceError", "local_service",
            "RedisService", "CassandraService", "MinioService", "FerretDBService", "CephService", "RgwService",
            "ToxiproxyAPI", "ToxiproxyService"]

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from storebench.services import ALIASES, LOCAL_SERVICES, NETWORK_SERVICES, ServiceError, local_service
-from storebench.services.base import default_workdir
+from storebench.paths import services_dir
 
 
 def _services(args) -> list:
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=None)
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args(argv)
-    args.workdir = (args.workdir or default_workdir()).resolve()
+    args.workdir = (args.workdir or services_dir()).resolve()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     if args.system != "all" and ALIASES.get(args.system, args.system) not in {**LOCAL_SERVICES, **NETWORK_SERVICES}:
         ap.error(f"unknown system {args.system!r}; valid: {', '.join([*LOCAL_SERVICES, *NETWORK_SERVICES])}, all")

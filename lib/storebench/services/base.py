@@ -35,44 +35,13 @@ from pathlib import Path
 
 import psutil
 
+from storebench.paths import LOCATIONS, ROOT, cache_dir, memory_dir
+
 log = logging.getLogger("storebench.services")
-
-LOCATIONS = ("memory", "disk")
-
-
-# ------------------------------------------------------------------------------ paths
-
-def repo_root() -> Path:
-    """The storebench source tree (STOREBENCH_ROOT overrides)."""
-    if "STOREBENCH_ROOT" in os.environ:
-        return Path(os.environ["STOREBENCH_ROOT"]).resolve()
-    return Path(__file__).resolve().parents[3]
-
-
-def conf_dir() -> Path:
-    """env/conf of the source tree (STOREBENCH_CONF_DIR overrides)."""
-    if "STOREBENCH_CONF_DIR" in os.environ:
-        return Path(os.environ["STOREBENCH_CONF_DIR"])
-    return repo_root() / "env" / "conf"
-
-
-def cache_dir() -> Path:
-    """Where env/servers/install-*.sh put binaries and jars (STOREBENCH_CACHE)."""
-    return Path(os.environ.get("STOREBENCH_CACHE", Path.home() / ".cache" / "storebench"))
-
-
-def default_workdir() -> Path:
-    """``$STOREBENCH_WORK/services``, default ``<repo>/work/services``."""
-    return Path(os.environ.get("STOREBENCH_WORK", repo_root() / "work")) / "services"
-
-
-def memory_root() -> Path:
-    """tmpfs directory for location "memory" (STOREBENCH_MEMORY_DIR, default /dev/shm)."""
-    return Path(os.environ.get("STOREBENCH_MEMORY_DIR", "/dev/shm")) / f"storebench-{os.getuid()}"
 
 
 def install_hint(system_script: str) -> str:
-    return f"run `bash {repo_root() / 'env' / 'servers' / system_script}`"
+    return f"run `bash {ROOT / 'env' / 'servers' / system_script}`"
 
 
 def render_template(path: Path, values: dict[str, object]) -> str:
@@ -285,7 +254,7 @@ class LocalService:
     def data_dir(self) -> Path:
         if self.location == "memory":
             key = hashlib.sha1(str(self.workdir).encode()).hexdigest()[:8]
-            return memory_root() / f"services-{key}" / self.name
+            return memory_dir() / f"services-{key}" / self.name
         return self.dir / f"data-{self.port}"
 
     def credentials(self) -> dict:

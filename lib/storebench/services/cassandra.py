@@ -13,7 +13,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from storebench.services.base import LocalService, ServiceError, cache_dir, conf_dir, load_options_file, render_template, tcp_open
+from storebench.paths import cache_dir, conf_dir
+from storebench.services.base import LocalService, ServiceError, load_options_file, render_template, tcp_open
 
 _TOOLS_LOGBACK = """<configuration>
   <appender name="STDERR" class="ch.qos.logback.core.ConsoleAppender">

@@ -21,7 +21,8 @@ import uuid
 import warnings
 from pathlib import Path
 
-from storebench.services.base import LocalService, conf_dir, render_template, tcp_open
+from storebench.paths import conf_dir
+from storebench.services.base import LocalService, render_template, tcp_open
 
 GiB = 1 << 30
 _DAEMONS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool", "rados")

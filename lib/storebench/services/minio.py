@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import secrets
 
-from storebench.services.base import LocalService, cache_dir
+from storebench.paths import cache_dir
+from storebench.services.base import LocalService
 
 
 class MinioService(LocalService):

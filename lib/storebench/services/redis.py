@@ -4,7 +4,8 @@ from __future__ import annotations
 import secrets
 import shutil
 
-from storebench.services.base import LocalService, conf_dir, render_template
+from storebench.paths import conf_dir
+from storebench.services.base import LocalService, render_template
 
 
 class RedisService(LocalService):

@@ -17,7 +17,8 @@ import json
 import urllib.error
 import urllib.request
 
-from storebench.services.base import LocalService, cache_dir
+from storebench.paths import cache_dir
+from storebench.services.base import LocalService
 
 
 class ToxiproxyError(RuntimeError):

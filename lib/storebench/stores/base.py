@@ -15,6 +15,8 @@ from typing import ClassVar, Iterable, Iterator, Sequence
 
 import numpy as np
 
+from storebench.core.provenance import package_version  # noqa: F401 (stores name their client's version)
+
 
 @dataclass(frozen=True)
 class Capabilities:
@@ -178,15 +180,6 @@ def _allocated(path: Path) -> int:
         return os.stat(path).st_blocks * 512
     except FileNotFoundError:  # files may vanish during compaction
         return 0
-
-
-def package_version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def check_key(key) -> int:

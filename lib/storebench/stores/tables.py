@@ -21,7 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from storebench.data.corpora import RaggedBytes
+from storebench.data.samples import RaggedBytes
 from storebench.data.samples import Samples
 from storebench.stores.base import Store, package_version
 

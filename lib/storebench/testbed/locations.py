@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from storebench.paths import MEMORY_DIR, WORK_DIR
+from storebench.paths import memory_dir, work_dir
 
 LOCATIONS = ("memory", "disk-warm", "disk-cold", "disk-cold-pagecache")
 COLD_LOCATIONS = ("disk-cold", "disk-cold-pagecache")
@@ -50,7 +50,7 @@ def check_location(location: str) -> str:
 
 def store_root(system: str, location: str, tag: str = "") -> Path:
     """Directory for a store's data at ``location`` (tmpfs for memory, work dir on disk)."""
-    base = MEMORY_DIR if check_location(location) == "memory" else WORK_DIR / "stores"
+    base = memory_dir() if check_location(location) == "memory" else work_dir() / "stores"
     return base / (f"{system}-{tag}" if tag else system)
 
 

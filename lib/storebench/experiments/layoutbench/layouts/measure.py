@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from storebench.data import imagenet
+from storebench.data.datasets import imagenet
 from storebench.experiments.layoutbench import published as paper002
 from typing import Annotated, Literal
 

@@ -2,9 +2,8 @@
 class list and the measured manifest (class, bytes, width, height, SHA-256 per file).
 
 Seeds 002 (layout queries over image metadata) and 004 (a Cassandra image loader) both read it.
-The mirror is the only source (there is no official archive of this sample), pinned by SHA-256:
-
-    python -m storebench.data.imagenet fetch        # mirror -> data/imagenet-sample (checked)
+The mirror is the only source (there is no official archive of this sample), pinned by SHA-256
+(``python -m storebench.data.datasets fetch imagenet-sample``).
 
 ``manifest()`` is the metadata table, ``images()`` yields ``(filename, jpeg bytes)`` from the tar,
 each checked against the manifest's SHA-256 as it is read.
@@ -18,6 +17,7 @@ from typing import Iterator
 
 import pandas as pd
 
+from storebench.data.datasets.mirror import DatasetMissing, copy_checked, missing_hint
 from storebench.paths import DATA_DIR
 
 NAME = "imagenet-sample"
@@ -31,18 +31,13 @@ N_IMAGES = 1000
 
 def fetch(data_dir: Path = DATA_DIR, mirror: Path | None = None) -> Path:
     """Copy the sample from the mirror into ``data_dir/imagenet-sample``, each file checked."""
-    from storebench.data.corpora import copy_checked
-
     return copy_checked(NAME, NAME, FILES, Path(data_dir), mirror)
 
 
 def folder(data_dir: Path = DATA_DIR) -> Path:
-    from storebench.data.datasets import DatasetMissing
-
     path = Path(data_dir) / NAME
     if not all((path / f).exists() for f in FILES):
-        raise DatasetMissing(f"{NAME} is not in {path}. Obtain it from the mirror with `make data` "
-                             f"(or `python -m storebench.data.imagenet fetch`).")
+        raise DatasetMissing(f"{NAME} is not in {path}. {missing_hint(NAME)}")
     return path
 
 
@@ -73,19 +68,6 @@ def images(data_dir: Path = DATA_DIR) -> Iterator[tuple[str, bytes]]:
             if hashlib.sha256(data).hexdigest() != digests.get(name):
                 raise ValueError(f"{path / 'imagenet-sample.tar'}: {member.name} does not match the manifest")
             yield name, data
-
-
-def main(argv=None):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m storebench.data.imagenet")
-    parser.add_argument("action", choices=["fetch"])
-    parser.parse_args(argv)
-    print(f"{NAME}: {fetch()}")
-
-
-if __name__ == "__main__":
-    main()
 
 
 # ------------------------------------------------------------------ replicated tiers (seed 002)

