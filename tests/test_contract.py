@@ -76,3 +76,19 @@ def test_tier_markers_are_set_per_test_not_per_file():
     whole_files = [p.name for p in tests.rglob("test_*.py")
                    if re.search(r"^pytestmark\s*=.*mark\.(slow|server)", p.read_text(), re.M)]
     assert not whole_files
+
+
+def test_the_store_template_implements_every_method_a_store_must_have():
+    """docs/templates/store_template.py stays a Store with nothing abstract left (docs/adding-a-store.md)."""
+    import importlib.util
+
+    from storebench.stores.base import Store
+
+    path = Path(__file__).parents[1] / "docs" / "templates" / "store_template.py"
+    spec = importlib.util.spec_from_file_location("store_template", path)
+    template = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(template)
+    cls = template.MySystemStore
+    assert issubclass(cls, Store) and not cls.__abstractmethods__
+    assert all(name in vars(cls) for name in ("put_many", "get", "get_many", "scan", "clear", "flush", "reopen",
+                                              "close", "system_version"))
