@@ -3,8 +3,9 @@
 An experiment is a package ``storebench.experiments.<paper>.<name>`` made of three modules:
 
 - ``__init__.py`` declares ``EXPERIMENT = Experiment(...)``: its name, the paper and the section,
-  figure or table it reproduces, and the question it answers. Nothing else (it is imported by
-  both steps below, so it stays light).
+  figure or table it reproduces, and the question it answers, plus any vocabulary both steps share
+  (labels that measure writes and analysis reads). Nothing that imports more: both steps below
+  import it, so it stays light.
 - ``measure.py`` defines ``Settings`` (a ``storebench.core.settings.Settings``: typed, checked
   against ``params.yaml``) and ``measure(settings, out: ResultsDir) -> None``. The only step that
   starts servers: it writes result tables (``out.write(name, frame)``) and the raw per-request
