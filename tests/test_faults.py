@@ -8,7 +8,6 @@ import time
 import pytest
 
 from storebench.data import datasets
-from storebench.testbed import locations
 from storebench.experiments.common import MeasurementFailed, Run, loaded_reader, measure_into
 from storebench.data.formats import get_format
 from storebench.testbed.netprofiles import NetworkPath

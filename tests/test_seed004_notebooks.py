@@ -4,7 +4,6 @@ verified rows, the seed's tables and the findings with their claims."""
 import json
 import re
 
-import pandas as pd
 import pytest
 
 from storebench.pipeline import notebooks, run
