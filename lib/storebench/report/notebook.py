@@ -18,6 +18,9 @@ from storebench.experiments import experiment
 from storebench.paths import REPORTS_DIR, ROOT
 from storebench.report import findings as recorded_findings
 from storebench.report.findings import VERDICT_COLOURS, Findings
+from storebench.report.tables import show_tables_whole
+
+show_tables_whole()  # every report notebook imports this module: whole tables, readable numbers
 
 RESULTS_DIR = ROOT / "results"
 MEASURING_RUNNER = "storebench.pipeline.run"  # not followed by storebench.pipeline.deps for report stages

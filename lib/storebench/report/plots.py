@@ -10,6 +10,39 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 REFERENCE_STYLE = dict(color="0.45", linestyle="--", marker="x", linewidth=1.2)
+DPI = 150
+
+# One colour per system family and one marker (bars: one hatch) per variant, the same in every
+# figure of every report: seaborn's colour-blind palette has one hue for each of the ten families.
+FAMILIES = {
+    "localfs": ("localfs",),
+    "rocksdb": ("rocksdb",),
+    "tiledb": ("tiledb", "tiledb-array", "tiledb-attrs"),
+    "tensorstore": ("tensorstore", "tensorstore-zarr"),
+    "redis": ("redis",),
+    "mongodb-api": ("mongodb-api", "mongodb-api-concurrent"),
+    "cassandra": ("cassandra", "cassandra-async"),
+    "minio": ("minio", "minio-obstore"),
+    "rgw": ("rgw", "rgw-obstore"),
+    "ceph": ("ceph",),
+}
+VARIANT_MARKERS = ("o", "s", "^")
+VARIANT_HATCHES = ("", "//", "..")
+UNKNOWN_SYSTEM = {"color": (0.5, 0.5, 0.5), "marker": "D", "hatch": "xx"}  # a system added without a style
+
+
+def _system_styles() -> dict[str, dict]:
+    colours = sns.color_palette("colorblind", len(FAMILIES))
+    return {system: {"color": colour, "marker": VARIANT_MARKERS[i], "hatch": VARIANT_HATCHES[i]}
+            for colour, variants in zip(colours, FAMILIES.values()) for i, system in enumerate(variants)}
+
+
+SYSTEM_STYLES = _system_styles()
+
+
+def system_style(system: str) -> dict:
+    """``{"color", "marker", "hatch"}`` of ``system``: the same in every figure."""
+    return SYSTEM_STYLES.get(system, UNKNOWN_SYSTEM)
 
 
 def style() -> None:
@@ -17,8 +50,15 @@ def style() -> None:
 
 
 def palette(systems) -> dict:
-    colors = sns.color_palette("colorblind", len(systems))
-    return dict(zip(systems, colors))
+    """Colour per system from the one registry (a series that is not a system: the colour-blind palette)."""
+    systems = list(systems)
+    if all(s in SYSTEM_STYLES for s in systems):
+        return {s: SYSTEM_STYLES[s]["color"] for s in systems}
+    return dict(zip(systems, sns.color_palette("colorblind", len(systems))))
+
+
+def marker(system) -> str:
+    return system_style(system)["marker"] if system in SYSTEM_STYLES else "o"
 
 
 def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
@@ -27,8 +67,8 @@ def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", 
     for key, group in summary.groupby(hue, sort=False):
         group = group.sort_values(x)
         yerr = group[err].fillna(0).to_numpy()
-        ax.errorbar(group[x], group[y], yerr=yerr, marker="o", capsize=3, label=label_fmt.format(key),
-                    color=(colors or {}).get(key))
+        ax.errorbar(group[x], group[y], yerr=yerr, marker=marker(key), capsize=3, label=label_fmt.format(key),
+                    color=(colors or {}).get(key, system_style(key)["color"] if key in SYSTEM_STYLES else None))
 
 
 def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
@@ -37,11 +77,13 @@ def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err
     groups = list(dict.fromkeys(frame[x]))
     hues = [h for h in (hue_order or dict.fromkeys(frame[hue])) if h in set(frame[hue])]
     width = 0.8 / max(len(hues), 1)
-    for i, (h, color) in enumerate(zip(hues, sns.color_palette("colorblind", len(hues)))):
+    colours = palette(hues)
+    for i, h in enumerate(hues):
         part = frame[frame[hue] == h].set_index(x)
         xs = [g + (i - (len(hues) - 1) / 2) * width for g, name in enumerate(groups) if name in part.index]
         names = [name for name in groups if name in part.index]
-        ax.bar(xs, part.loc[names, y], width, yerr=part.loc[names, err].fillna(0), capsize=2, label=h, color=color)
+        ax.bar(xs, part.loc[names, y], width, yerr=part.loc[names, err].fillna(0), capsize=2, label=h,
+               color=colours[h], hatch=system_style(h)["hatch"] if h in SYSTEM_STYLES else "", edgecolor="white")
     ax.set_xticks(range(len(groups)), groups)
     ax.legend(fontsize=8)
 
@@ -70,7 +112,7 @@ def save(fig, path):
     nothing by itself: a cell ending in ``fig`` would render as ``<Figure size ...>`` text)."""
     from IPython.display import Image
 
-    fig.savefig(path, bbox_inches="tight", dpi=110)
+    fig.savefig(path, bbox_inches="tight", dpi=DPI)
     plt.close(fig)
     return Image(filename=str(path))
 

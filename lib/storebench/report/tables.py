@@ -2,7 +2,26 @@
 (Findings are storebench.report.findings; the index is storebench.report.index.)"""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+
+
+def readable(value: float) -> str:
+    """A number as a reader takes it in: whole numbers as integers with thousands separators,
+    otherwise 3 significant digits (no scientific notation): 130,740; 2,810; 12.3; 0.00123."""
+    if not np.isfinite(value):
+        return str(value)
+    if value == int(value) or abs(value) >= 100:
+        return f"{value:,.0f}"
+    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+
+
+def show_tables_whole() -> None:
+    """pandas display settings for reports: every row and column (no "..."), numbers via ``readable``."""
+    pd.set_option("display.max_rows", None)
+    pd.set_option("display.max_columns", None)
+    pd.set_option("display.width", None)
+    pd.set_option("display.float_format", readable)
 
 
 def workload_label(access: str, k: int) -> str:

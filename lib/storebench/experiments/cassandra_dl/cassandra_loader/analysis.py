@@ -114,7 +114,7 @@ def figure(batches: pd.DataFrame, latency: pd.DataFrame):
     for ax, encoding in zip(axes[:2], ("jpeg", "raw")):
         part = t1[t1.encoding == encoding]
         for system, g in part.groupby("system"):
-            ax.errorbar(g.batch_size, g.images_per_s, yerr=g.images_per_s_ci.fillna(0), marker="o", capsize=3,
+            ax.errorbar(g.batch_size, g.images_per_s, yerr=g.images_per_s_ci.fillna(0), marker=plots.marker(system), capsize=3,
                         label=system, color=colors[system])
         seed = paper004.TABLE1[paper004.TABLE1.image_kb == (20 if encoding == "jpeg" else 150)]
         ax.plot(seed.batch_size, seed.images_per_s, **plots.REFERENCE_STYLE, label="paper: Cassandra, 10 GbE")

@@ -75,7 +75,7 @@ def figure(summary: pd.DataFrame, reference: pd.DataFrame):
     ours["speedup"] = ours.system.map(first) / ours["mean"]
     ax = axes[1][0]
     for system, group in ours.groupby("system", sort=False):
-        ax.plot(group.samples_per_request, group.speedup, marker="o", color=colors[system], label=system)
+        ax.plot(group.samples_per_request, group.speedup, marker=plots.marker(system), color=colors[system], label=system)
     plots.reference_lines(ax, reference, "samples_per_request", "speedup_vs_k1", "system",
                           label="paper: {} (their hardware)")
     plots.log2_x(ax, ks)

@@ -139,7 +139,7 @@ def figure(summary: pd.DataFrame, writes: pd.DataFrame):
         maps = summary[(summary.workload == workload) & (summary.loader == "map") & ~summary.system.isin(list(TABLE_SYSTEMS))]
         for system, g in maps.groupby("system", sort=False):
             by_r = g.loc[g.groupby("rows_per_key")["mean"].idxmin()].sort_values("rows_per_key")
-            ax.errorbar(by_r.rows_per_key, by_r["mean"], yerr=by_r.ci95.fillna(0), marker="o", capsize=3,
+            ax.errorbar(by_r.rows_per_key, by_r["mean"], yerr=by_r.ci95.fillna(0), marker=plots.marker(system), capsize=3,
                         label=system, color=colors.get(system))
         ax.set(xscale="log", yscale="log", title=f"{workload}: map-style, rows per key (Figs 3, 6, 9)",
                xlabel="rows per key R", ylabel="best epoch time (s)")

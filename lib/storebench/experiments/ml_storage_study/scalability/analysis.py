@@ -65,7 +65,7 @@ def figure(summary: pd.DataFrame):
             for (system, cache), g in part.groupby(["system", "cache_setting"], sort=False):
                 g = g.sort_values("factor")
                 style = "--" if "default" not in cache and "no cache" not in cache else "-"
-                ax.errorbar(g.factor, g[f"{what}_mean"], yerr=g[f"{what}_ci95"].fillna(0), marker="o", capsize=3,
+                ax.errorbar(g.factor, g[f"{what}_mean"], yerr=g[f"{what}_ci95"].fillna(0), marker=plots.marker(system), capsize=3,
                             linestyle=style, color=colors[system],
                             label=system + ("" if "no cache" in cache else f", {cache.split(' cache ')[-1]}"))
             ax.set(xscale="log", yscale="log", title=f"{workload}: {what} time vs input size (Fig 12)",
