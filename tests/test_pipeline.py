@@ -106,3 +106,24 @@ def test_a_registered_experiment_without_stages_gets_its_measurement_and_report_
     assert measure["cmd"] == "python -m storebench.pipeline.run measure granularity --scale ${scale}"
     assert report["cmd"] == "python -m storebench.pipeline.notebooks granularity"
     assert "results/granularity" in report["deps"] and pipeline.add_contract_stages(doc) == []
+
+
+def test_a_rendered_report_has_no_log_lines_and_links_back_to_the_index(tmp_path):
+    import io
+
+    import nbformat
+
+    from storebench.pipeline.notebooks import render_html
+
+    node = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A question"),
+                                           nbformat.v4.new_code_cell("print(1)", outputs=[
+                                               nbformat.v4.new_output("stream", name="stderr", text="WARN lance: noisy\n"),
+                                               nbformat.v4.new_output("stream", name="stdout", text="the answer\n")])])
+    notebook = tmp_path / "q.ipynb"
+    nbformat.write(node, notebook)
+    log = io.StringIO()
+    page = render_html(notebook, tmp_path / "q.html", log)
+    html = page.read_text()
+    assert "the answer" in html and "WARN lance" not in html and "print(1)" not in html
+    assert log.getvalue() == "WARN lance: noisy\n"
+    assert "index.html" in html and "<title>A question - storebench</title>" in html

@@ -40,15 +40,35 @@ def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parame
     return render_html(executed, out_dir / f"{name}.html")
 
 
-def render_html(notebook: Path, target: Path) -> Path:
+def render_html(notebook: Path, target: Path, log=None) -> Path:
+    """The executed notebook as the HTML a reviewer reads: no code, a link back to the index, and no
+    log or warning line (a cell's stderr goes to ``log``, the stage's own log, instead)."""
     import nbformat
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     node = nbformat.read(notebook, as_version=4)
+    move_stderr(node, log or sys.stderr)
+    index = os.path.relpath(REPORTS_DIR.resolve() / "index.html", Path(target).resolve().parent)
+    node.cells.insert(0, nbformat.v4.new_markdown_cell(f"[← all storebench reports]({index})"))
     body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
     target.write_text(body, encoding="utf-8")
     return target
+
+
+def move_stderr(node, log) -> None:
+    """Take every stderr stream (library log lines, warnings) out of the notebook's outputs and
+    write it to ``log``."""
+    for cell in node.cells:
+        if cell.cell_type != "code":
+            continue
+        kept = []
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream" and output.get("name") == "stderr":
+                log.write(output.get("text", ""))
+            else:
+                kept.append(output)
+        cell.outputs = kept
 
 
 def title(node) -> str:
