@@ -59,6 +59,7 @@ def test_the_findings_file_is_strict_json_and_the_index_counts_claims_per_paper(
     (tmp_path / "granularity.html").write_text("<html></html>")
     page = index.build(tmp_path).read_text()
     assert "2 claims of the paper judged" in page and "<b>1</b> holds" in page and "<b>1</b> inconclusive" in page
+    assert "<b>Measured</b> at scale <code>smoke</code>" in page  # what the results are, from the runs themselves
 
 
 def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(tmp_path):

@@ -164,6 +164,7 @@ class Findings:
         """The findings file's content: what the report and the index render."""
         run = {key: manifest.get(key) for key in ("run_id", "started_utc", "finished_utc", "duration_s", "scale",
                                                      "git_rev", "params_hash", "machine")}
+        run["repeats"] = (manifest.get("settings") or {}).get("repeats")
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
                 "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],

@@ -10,7 +10,7 @@ import html
 from pathlib import Path
 
 from storebench.core.experiment import PAPERS
-from storebench.core.provenance import git_revision, machine_card
+from storebench.core.provenance import git_revision
 from storebench.paths import REPORTS_DIR
 from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Recorded, read_all
 
@@ -104,16 +104,42 @@ def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2") -> 
     return sections
 
 
+def machine_text(machine: dict) -> str:
+    gib = (machine.get("memory_bytes") or 0) / 2**30
+    return (f"{machine.get('host', '?')}: {machine.get('cpu_model', '?')}, {machine.get('cores', '?')} cores, "
+            f"{gib:.0f} GiB, {machine.get('disk_device', '?')} ({machine.get('filesystem', '?')}), "
+            f"kernel {machine.get('kernel', '?')}, {machine.get('os', '?')}")
+
+
+def runs_summary(recorded: list[Recorded]) -> str:
+    """What the results on this page are: scale, repeats, machine(s), when and from which code they were measured."""
+    runs = [r.run for r in recorded if r.run.get("run_id")]
+    if not runs:
+        return ""
+    scales = ", ".join(sorted({str(r.get("scale")) for r in runs}))
+    repeats = sorted({r["repeats"] for r in runs if r.get("repeats")})
+    machines = {machine_text(r["machine"]) for r in runs if r.get("machine")}
+    started = [r["started_utc"] for r in runs if r.get("started_utc")]
+    finished = [r["finished_utc"] for r in runs if r.get("finished_utc")]
+    when = (f", between {min(started)[:16].replace('T', ' ')} and {max(finished or started)[:16].replace('T', ' ')} UTC"
+            if started else "")
+    revisions = ", ".join(sorted({str(r.get("git_rev")) for r in runs}))
+    repeats_text = (f"{repeats[0]} repeats per cell" if len(repeats) == 1 else
+                    f"{repeats[0]}-{repeats[-1]} repeats per cell") if repeats else "repeats: see each report"
+    return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
+            f"from git {html.escape(revisions)} ({len(runs)} runs).</p>")
+
+
 def build(reports_dir: Path = REPORTS_DIR) -> Path:
     reports_dir = Path(reports_dir)
     sections = paper_sections(reports_dir)
     paper_dir = reports_dir / "paper"
     paper = paper_sections(paper_dir, "paper/", "h3") if paper_dir.is_dir() else []
-    card = machine_card()
+    measured = runs_summary(read_all(reports_dir))
     nav = " ".join(f'<a href="#{p}">{html.escape(PAPERS[p].split(",")[0])}</a>' for p in PAPERS
                    if any(f'id="{p}"' in sec for sec in sections))
     body = "\n".join(sections) or "<p>No reports yet: run <code>make reproduce</code>.</p>"
-    paper_html = ("<h2>At the papers' scale</h2>\n" + "\n".join(paper)) if paper else ""
+    paper_html = ("<h2>At the papers' scale</h2>\n" + runs_summary(read_all(paper_dir)) + "\n".join(paper)) if paper else ""
     index = reports_dir / "index.html"
     index.write_text(f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>storebench reports</title>
@@ -122,8 +148,9 @@ def build(reports_dir: Path = REPORTS_DIR) -> Path:
 <p>Each report renders one experiment from its recorded result tables (<code>results/</code>): the answer
 first (the paper's claims, each judged from a 95% CI: holds, does not hold, inconclusive or not comparable),
 figures with the papers' published numbers as a labelled reference layer, findings, method, detailed tables and
-provenance. Measured at the <code>small</code> scale (the quick check).
-Index built on {html.escape(card["host"])} ({card["cores"]} cores), git {html.escape(git_revision())}.</p>
+provenance.</p>
+{measured}
+<p>Index built from git {html.escape(git_revision())}.</p>
 <nav>{nav}</nav>
 {body}
 {paper_html}
