@@ -11,7 +11,7 @@ from storebench.experiments.layoutbench.layouts import UNLIMITED, FOOTPRINT_QUER
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.layoutbench import published as paper002
-from storebench.report.findings import Findings, above, below, judge, not_comparable, within
+from storebench.report.findings import Findings, Metric, above, below, judge, not_comparable, within
 
 EXPERIMENT = "layouts"
 
@@ -158,7 +158,7 @@ def server_comparison(table: pd.DataFrame, config: dict) -> pd.DataFrame:
     queries, and bytes received over the first server's (the layout's bytes should not change)."""
     first = config["servers"][0]
     part = table[table.memory_tier == UNLIMITED]
-    base = part[part.server == first].set_index(["net_profile", "layout", "query"])
+    base = part[part.server == first].set_index(["net_profile", "layout", "query"]).sort_index()
     out = []
     for (server, profile, layout), g in part[part.server != first].groupby(["server", "net_profile", "layout"]):
         ref = base.loc[(profile, layout)].reindex(g["query"])
@@ -168,7 +168,8 @@ def server_comparison(table: pd.DataFrame, config: dict) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def findings(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int, claims: tuple = ()) -> Findings:
+def findings(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int, claims: tuple = (),
+             metrics: tuple = ()) -> Findings:
     everything, table = table, table[table.server == config["servers"][0]]
 
     base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
@@ -249,7 +250,7 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int, cla
     headline = (f"LayoutBench ({config['tier']}): small L1/L2 {_fmt(get('small', 'L1_over_L2'))}, large L1/L2 "
                 f"{_fmt(get('large', 'L1_over_L2'))}; L3 reads {_fmt(l3_selective.max() if len(l3_selective) else np.nan)} "
                 f"the minimum on selective queries; L4 (Lance) {_fmt(l4['mid'])} of the best of L1/L2 on mid queries")
-    return Findings(headline, "\n".join(lines), claims=claims)
+    return Findings(headline, "\n".join(lines), metrics=list(metrics), claims=claims)
 
 
 def _latency_share(table: pd.DataFrame, profile: str, config: dict) -> str:
@@ -316,7 +317,8 @@ def _copies(tables: ResultTables) -> int:
 def analyse(tables: ResultTables) -> Findings:
     config, table, counts = tables.settings, summary(tables[EXPERIMENT]), tables[f"{EXPERIMENT}_counts"]
     copies = _copies(tables)
-    return findings(table, counts, config, copies, claims(table, counts, config, copies))
+    return findings(table, counts, config, copies, claims(table, counts, config, copies),
+                    metrics(table, counts, config, copies))
 
 
 def figures(tables: ResultTables) -> dict:
@@ -346,12 +348,35 @@ def _means(part: pd.DataFrame, names: list, index=("query",)) -> pd.DataFrame:
     return t
 
 
+def _size_classes(counts: pd.DataFrame, copies: int) -> dict[str, list]:
+    return {size: [q for q, n in zip(counts["query"], counts.images) if size_class(n, copies) == size]
+            for size in ("small", "mid", "large")}
+
+
+def metrics(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int) -> tuple:
+    """Per layout, for the index: geometric mean over each size class's queries of T(layout) / T(best of
+    L1, L2), at the first bandwidth tier, no memory limit (1.00x: as fast as the better of L1 and L2)."""
+    table = table[table.server == config["servers"][0]]
+    base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
+    part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)]
+    made = []
+    for size, names in _size_classes(counts, copies).items():
+        t = _means(part, names)
+        if not names or t.empty or "best12" not in t:
+            continue
+        for layout in [c for c in dict.fromkeys(t.columns.get_level_values(0)) if c != "best12"]:
+            value, half = _geo(t, {layout: 1, "best12": -1})
+            if np.isfinite(value):
+                made.append(Metric(layout, f"T / best of L1, L2, {size} queries, {base} (layouts)", value,
+                                   half if np.isfinite(half) else None, 1.0, "x"))
+    return tuple(made)
+
+
 def claims(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int) -> tuple:
     table = table[table.server == config["servers"][0]]
     base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)]
-    classes = {size: [q for q, n in zip(counts["query"], counts.images) if size_class(n, copies) == size]
-               for size in ("small", "mid", "large")}
+    classes = _size_classes(counts, copies)
     made = []
     geo = "geometric mean over the {size} queries of mean T({a})/T({b}), " + base
 
