@@ -118,7 +118,8 @@ def test_a_rendered_report_has_no_log_lines_and_links_back_to_the_index(tmp_path
     node = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A question"),
                                            nbformat.v4.new_code_cell("print(1)", outputs=[
                                                nbformat.v4.new_output("stream", name="stderr", text="WARN lance: noisy\n"),
-                                               nbformat.v4.new_output("stream", name="stdout", text="the answer\n")])])
+                                               nbformat.v4.new_output("stream", name="stdout", text="the answer\n")]),
+                                           nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]})])
     notebook = tmp_path / "q.ipynb"
     nbformat.write(node, notebook)
     log = io.StringIO()
@@ -127,3 +128,4 @@ def test_a_rendered_report_has_no_log_lines_and_links_back_to_the_index(tmp_path
     assert "the answer" in html and "WARN lance" not in html and "print(1)" not in html
     assert log.getvalue() == "WARN lance: noisy\n"
     assert "index.html" in html and "<title>A question - storebench</title>" in html
+    assert "celltag_parameters" not in html and html.count("jp-CodeCell jp-Notebook-cell") == 1  # only the cell with output

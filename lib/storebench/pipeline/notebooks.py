@@ -41,7 +41,8 @@ def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parame
 
 
 def render_html(notebook: Path, target: Path, log=None) -> Path:
-    """The executed notebook as the HTML a reviewer reads: no code, a link back to the index, and no
+    """The executed notebook as the HTML a reviewer reads: no code (a code cell shows only its outputs;
+    one without any, such as the parameters cell, is left out), a link back to the index, and no
     log or warning line (a cell's stderr goes to ``log``, the stage's own log, instead)."""
     import nbformat
     from nbconvert import HTMLExporter
@@ -49,6 +50,7 @@ def render_html(notebook: Path, target: Path, log=None) -> Path:
     exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     node = nbformat.read(notebook, as_version=4)
     move_stderr(node, log or sys.stderr)
+    node.cells = [c for c in node.cells if c.cell_type != "code" or c.get("outputs")]  # e.g. the parameters cell
     index = os.path.relpath(REPORTS_DIR.resolve() / "index.html", Path(target).resolve().parent)
     node.cells.insert(0, nbformat.v4.new_markdown_cell(f"[← all storebench reports]({index})"))
     body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
