@@ -13,6 +13,7 @@ from storebench.stores import get_store_class, open_store
 from storebench.stores.systems import LocationNotSupported, open_system
 from storebench.core.timing import measure
 from storebench.data.workloads import Workload
+from storebench.core.repeats import RepeatPolicy
 
 # (service, system, port): servers quick to restart, off their default ports
 QUICK_SERVERS = [("mongodb-ferretdb", "mongodb-api", 27317), ("minio", "minio", 9300)]
@@ -40,7 +41,7 @@ def test_disk_cold_restarts_the_server_and_times_the_restart_apart(server_reader
     reader, svc = server_reader
     before = set(svc.pids())
     workload = Workload("sequential", 1, 1, 300)
-    passes = measure(reader, workload, repeats=2, cold=True, restart_server=True)
+    passes = measure(reader, workload, policy=RepeatPolicy.exactly(2), cold=True, restart_server=True)
     # perf_counter_ns (the events' clock) to wall-clock time, to compare with the process start
     to_wall = time.time() - time.perf_counter_ns() / 1e9
     after = set(svc.pids())
@@ -59,7 +60,7 @@ def test_disk_cold_restarts_the_server_and_times_the_restart_apart(server_reader
 def test_disk_cold_pagecache_keeps_the_server_running(server_reader):
     reader, svc = server_reader
     before = set(svc.pids())
-    (p,) = measure(reader, Workload("sequential", 1, 1, 300), repeats=1, cold=True, restart_server=False)
+    (p,) = measure(reader, Workload("sequential", 1, 1, 300), policy=RepeatPolicy.exactly(1), cold=True, restart_server=False)
     assert set(svc.pids()) == before
     assert p.cold_method == "evict" and p.server_restart_seconds is None
     assert p.resident_fraction is not None and p.resident_fraction < 0.2
@@ -68,7 +69,7 @@ def test_disk_cold_pagecache_keeps_the_server_running(server_reader):
 def test_embedded_disk_cold_reopens_and_evicts(tmp_path, small_dataset):
     store = open_store("rocksdb", tmp_path / "db")
     reader = ObjectReader.ingest(store, small_dataset, get_format("pickle"), 1, progress=False)
-    (p,) = measure(reader, Workload("sequential", 1, 1, 300), repeats=1, cold=True, restart_server=True)
+    (p,) = measure(reader, Workload("sequential", 1, 1, 300), policy=RepeatPolicy.exactly(1), cold=True, restart_server=True)
     assert p.cold_method == "reopen-evict" and p.server_restart_seconds is None
     assert p.resident_fraction < 0.1
     store.close()

@@ -17,6 +17,7 @@ from storebench.services import local_service
 from storebench.stores import get_store_class
 from storebench.stores.base import StoreConnectionError
 from storebench.data.workloads import Workload
+from storebench.core.repeats import RepeatPolicy
 
 # Tier markers are per test: `server` on each test that needs it, none on the pure ones.
 FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490}  # own instances, apart from the session's servers
@@ -39,7 +40,7 @@ def test_server_killed_mid_run_fails_the_run_and_records_nothing(own_redis, tmp_
     killer.start()
     try:
         with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 .*No result"):
-            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", policy=RepeatPolicy.exactly(200),
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     finally:
         killer.cancel()
@@ -101,7 +102,7 @@ def test_disk_full_during_ingest_names_the_system_and_the_fix(small_tmpfs, tmp_p
     with pytest.raises(MeasurementFailed, match=r"^localfs failed during ingest at memory: OSError: .*No space left"
                                                 r".*out of space: free space there.*No result of this run"):
         with loaded_reader("localfs", "memory", datasets.synthetic(2000), "pickle", 1, progress=False) as reader:
-            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=1,
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", policy=RepeatPolicy.exactly(1),
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
     assert not any(small_tmpfs.rglob("*.bin"))  # the partial ingest was cleared
@@ -140,7 +141,7 @@ def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redi
     try:
         with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 at memory: ConnectionError: "
                                                     r".*connection to the server was reset or closed.*No result"):
-            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", policy=RepeatPolicy.exactly(200),
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     finally:
         timer.cancel()
@@ -156,7 +157,7 @@ def test_server_too_slow_times_out_after_the_stated_timeout(relayed_redis, tmp_p
     try:
         with pytest.raises(MeasurementFailed, match=r"^redis failed during sequential-1 at memory: TimeoutError: "
                                                     r".*did not answer within the client's timeout.*No result"):
-            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", repeats=200,
+            measure_into(run, reader, Workload("sequential", 1, 1, 2000), location="memory", policy=RepeatPolicy.exactly(200),
                          dataset="synthetic", format="pickle", scale="smoke", seed=0)
     finally:
         timer.cancel()

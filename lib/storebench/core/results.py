@@ -40,12 +40,13 @@ def pass_rows(passes: list[PassResult], *, experiment: str, system: str, dataset
     for p in passes:
         rows.append({
             **{k: v for k, v in workload.items() if k != "seed"}, "network": network,
-            "repeat": p.repeat, "n_requests": len(p.events), "bytes": int(p.events.bytes.sum()),
-            "needed_bytes": int(p.events.needed_bytes.sum()), "seconds": p.seconds,
+            "repeat": p.repeat, "repeats": p.cell_repeats, "ci_target_met": p.ci_target_met, "passes": p.passes,
+            "n_requests": p.requests_per_pass, "bytes": p.per_pass("bytes"),
+            "needed_bytes": p.per_pass("needed_bytes"), "seconds": p.seconds,
             "decode_seconds": p.decode_seconds, "wall_seconds": p.wall_seconds,
             "client_cpu_seconds": p.cpu_seconds, "client_peak_rss_bytes": p.peak_rss_bytes,
             # the client's CPU per object read, over the whole pass (requests, then CRC checks and decoding)
-            "client_cpu_ms_per_object": 1e3 * p.cpu_seconds / max(int(p.events.n_objects.sum()), 1),
+            "client_cpu_ms_per_object": 1e3 * p.cpu_seconds / max(p.per_pass("n_objects"), 1),
             "resident_fraction": p.resident_fraction, "cold_method": p.cold_method,
             "server_restart_seconds": p.server_restart_seconds, "verified": True,
             "system_version": system_version, "client_version": client_version, "client_config": client_config,

@@ -1,8 +1,9 @@
-"""The columns of a result row (one measured pass): names only, shared by measuring and analysing."""
+"""The columns of a result row (one measured repeat): names only, shared by measuring and analysing.
+``repeats``, ``ci_target_met`` and ``passes`` describe the row's cell (storebench.core.repeats)."""
 
 ROW_COLUMNS = [
     "experiment", "system", "dataset", "format", "samples_per_object", "samples_per_request", "access",
-    "location", "network", "repeat", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
+    "location", "network", "repeat", "repeats", "ci_target_met", "passes", "n_samples", "n_requests", "bytes", "needed_bytes", "seconds", "decode_seconds",
     "wall_seconds", "client_cpu_seconds", "client_cpu_ms_per_object", "client_peak_rss_bytes", "resident_fraction",
     "cold_method", "server_restart_seconds", "verified", "system_version", "client_version", "client_config",
     "host", "cpus", "memory_bytes", "python", "git_rev", "params_hash",

@@ -96,7 +96,11 @@ class Settings(BaseModel):
     scale: str
     seed: int = 0
     n_samples: PositiveInt
-    repeats: PositiveInt
+    repeats: PositiveInt  # at least this many repeats per cell (storebench.core.repeats)
+    max_repeats: PositiveInt = 30
+    target_ci: PositiveFloat = 0.05  # more repeats until the 95% CI half-width is within this share of the mean
+    cell_cap_s: PositiveFloat = 30.0  # ... or a cell has spent this much measured time
+    min_repeat_s: NonNegativeFloat = 1.0  # timed work per repeat (shorter passes are looped)
     warmup: bool = True
     endpoints: Annotated[dict, AfterValidator(_known_endpoints)] = {}
 
@@ -112,6 +116,12 @@ class Settings(BaseModel):
 
     def __contains__(self, key: str) -> bool:
         return key in type(self).model_fields
+
+    @property
+    def policy(self):
+        from storebench.core.repeats import RepeatPolicy
+        return RepeatPolicy(min_repeats=self.repeats, max_repeats=max(self.max_repeats, self.repeats),
+                            target_ci=self.target_ci, cell_cap_s=self.cell_cap_s, min_repeat_s=self.min_repeat_s)
 
     def as_dict(self) -> dict:
         return self.model_dump(mode="json")

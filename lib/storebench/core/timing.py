@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from storebench.core.progress import tqdm
 
+from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.testbed.locations import make_cold
 from storebench.data.workloads import Workload
 
@@ -23,22 +24,34 @@ EVENT_COLUMNS = ["start_ns", "end_ns", "n_samples", "n_objects", "bytes", "neede
 
 @dataclass
 class PassResult:
+    """One recorded repeat: ``passes`` back-to-back passes over the workload (1 for a cold pass), its
+    figures per pass (the mean of those passes)."""
     repeat: int  # 0-based; the warm-up pass is not returned
-    events: pd.DataFrame  # one row per request, EVENT_COLUMNS
-    wall_seconds: float  # the whole pass, checks and decoding included
-    cpu_seconds: float  # client process CPU time during the pass (all threads)
-    peak_rss_bytes: int  # client peak resident set during the pass
-    resident_fraction: float | None  # page-cache residency of the store's files before the pass
-    cold_method: str | None = None  # how the pass was made cold (storebench.testbed.locations.COLD_METHODS)
-    server_restart_seconds: float | None = None  # the restart before the pass, not in its times
+    events: pd.DataFrame  # one row per request of every pass, EVENT_COLUMNS + "pass"
+    wall_seconds: float  # per pass, checks and decoding included
+    cpu_seconds: float  # client process CPU time per pass (all threads)
+    peak_rss_bytes: int  # client peak resident set during the repeat
+    resident_fraction: float | None  # page-cache residency of the store's files before the repeat
+    cold_method: str | None = None  # how the repeat was made cold (storebench.testbed.locations.COLD_METHODS)
+    server_restart_seconds: float | None = None  # the restart before the repeat, not in its times
+    passes: int = 1
+    cell_repeats: int | None = None  # how many repeats its cell took (storebench.core.repeats)
+    ci_target_met: bool | None = None
 
     @property
-    def seconds(self) -> float:  # download time
-        return float((self.events.end_ns - self.events.start_ns).sum() / 1e9)
+    def seconds(self) -> float:  # download time per pass
+        return float((self.events.end_ns - self.events.start_ns).sum() / 1e9 / self.passes)
 
     @property
     def decode_seconds(self) -> float:
-        return float(self.events.decode_ns.sum() / 1e9)
+        return float(self.events.decode_ns.sum() / 1e9 / self.passes)
+
+    def per_pass(self, column: str) -> int:
+        return int(self.events[column].sum()) // self.passes
+
+    @property
+    def requests_per_pass(self) -> int:
+        return len(self.events) // self.passes
 
 
 def run_pass(reader, workload: Workload) -> tuple[pd.DataFrame, float, float]:
@@ -78,32 +91,50 @@ def run_pass(reader, workload: Workload) -> tuple[pd.DataFrame, float, float]:
     return events, wall, time.process_time() - cpu0
 
 
-def measure(reader, workload: Workload, repeats: int, cold: bool, warmup: bool = True,
-            progress: bool = False, desc: str = "", restart_server: bool = False) -> list[PassResult]:
-    """An unrecorded warm-up pass (which also checks every answer), then ``repeats`` recorded passes.
+def measure(reader, workload: Workload, policy: RepeatPolicy, cold: bool, warmup: bool = True,
+            progress: bool = False, desc: str = "", restart_server: bool = False,
+            passes: int | None = None) -> list[PassResult]:
+    """An unrecorded warm-up pass (which also checks every answer), then repeats as ``policy`` says.
 
-    ``cold``: before each recorded pass the store is reopened (dropping in-process caches)
-    and its files are evicted from the page cache; the residency left is recorded. With
-    ``restart_server`` a local server is restarted instead of reopened (``disk-cold``; the
-    restart is timed apart). The warm-up still runs then: it proves the data reads back right
-    before anything is timed.
+    A warm repeat loops the pass until it covers ``policy.min_repeat_s``. ``cold``: before each
+    repeat the store is reopened (dropping in-process caches) and its files are evicted from the page
+    cache; the residency left is recorded, and the repeat is one pass. With ``restart_server`` a local
+    server is restarted instead of reopened (``disk-cold``; the restart is timed apart). ``passes``
+    sets the passes per repeat (a caller that calibrated them itself); otherwise the warm-up does.
     """
-    passes = tqdm(range(repeats + warmup), desc=desc, disable=not progress, leave=False, delay=2)
+    if passes is None and cold:
+        passes = 1
+    if warmup and passes is None:
+        events, _, _ = run_pass(reader, workload)
+        passes = policy.passes_for(_download_seconds(events), loopable=not cold)
+    elif warmup:
+        run_pass(reader, workload)
+    bar = tqdm(total=policy.min_repeats, desc=desc, disable=not progress, leave=False, delay=2, unit="repeat")
     results = []
-    for i in passes:
-        if warmup and i == 0:
-            run_pass(reader, workload)
-            continue
-        repeat = i - warmup
+
+    def one_repeat(repeat: int):
         made = make_cold(reader.store, restart_server) if cold else None
         _reset_peak_rss()
-        events, wall, cpu = run_pass(reader, workload)
-        result = PassResult(repeat, events, wall, cpu, _peak_rss(), resident_fraction=None)
+        runs = [run_pass(reader, workload) for _ in range(passes or 1)]
+        events = pd.concat([e.assign(**{"pass": i}) for i, (e, _, _) in enumerate(runs)], ignore_index=True)
+        result = PassResult(repeat, events, sum(r[1] for r in runs) / len(runs), sum(r[2] for r in runs) / len(runs),
+                            _peak_rss(), resident_fraction=None, passes=len(runs))
         if made:
             result.resident_fraction, result.cold_method = made.residency.fraction, made.method
             result.server_restart_seconds = made.server_restart_seconds
         results.append(result)
+        bar.update()
+        return result.seconds, None
+
+    cell = repeat_cell(policy, one_repeat, passes or 1)
+    bar.close()
+    for result in results:
+        result.cell_repeats, result.ci_target_met = cell.repeats, policy.met(cell.values)
     return results
+
+
+def _download_seconds(events: pd.DataFrame) -> float:
+    return float((events.end_ns - events.start_ns).sum() / 1e9)
 
 
 def _reset_peak_rss() -> None:

@@ -17,6 +17,7 @@ from storebench.core.results import LOCAL_NETWORK, ResultWriter
 from storebench.stores import get_store_class
 from storebench.stores.systems import LocationNotSupported, ServicePool, open_system
 from storebench.stores.base import package_version
+from storebench.core.repeats import RepeatPolicy
 from storebench.core.timing import measure
 from storebench.data.workloads import Workload
 
@@ -77,12 +78,12 @@ def _clear_quietly(store) -> None:
         pass
 
 
-def measure_into(run: Run, reader, workload: Workload, *, location: str, repeats: int, dataset: str,
+def measure_into(run: Run, reader, workload: Workload, *, location: str, policy: RepeatPolicy, dataset: str,
                  format: str, scale: str, seed: int, warmup: bool = True, progress: bool = False) -> bool:
     """Measure ``workload`` and add its rows to ``run``; False (and a Skipped entry) if unsupported."""
     store = reader.store
     try:
-        passes = measure(reader, workload, repeats, cold=location in COLD_LOCATIONS, warmup=warmup,
+        passes = measure(reader, workload, policy, cold=location in COLD_LOCATIONS, warmup=warmup,
                          progress=progress, desc=f"{store.name} {workload.label} {location}",
                          restart_server=location == "disk-cold")
     except NotSupported as why:
@@ -178,7 +179,7 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
                     if on_loaded:
                         on_loaded(reader, location=location, dataset=name, format=fmt, samples_per_object=spo)
                     for workload in plan(len(loaded[name]), spo):
-                        measure_into(run, reader, workload, location=location, repeats=config["repeats"],
+                        measure_into(run, reader, workload, location=location, policy=config.policy,
                                      dataset=name, format=fmt, scale=config["scale"], seed=config["seed"],
                                      warmup=config.get("warmup", True))
             except LocationNotSupported as why:

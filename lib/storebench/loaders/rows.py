@@ -21,6 +21,7 @@ or ``triple`` (int64 (B, 3)).
 """
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -264,14 +265,14 @@ def map_batches(n: int, batch_size: int, order: str = "sequential", seed: int = 
 
 
 def row_loader(dataset, workers: int, start_method: str | None = None, batches=None,
-               prefetch_factor: int | None = None) -> torch.utils.data.DataLoader:
+               prefetch_factor: int | None = None, persistent: bool = False) -> torch.utils.data.DataLoader:
     """A DataLoader over a row dataset: map-style with the batch plan ``batches``, iterable-style
     with its own batches (``batch_size=None``). Its processes keep batch buffers in their heap
-    (storebench.loaders.heap)."""
+    (storebench.loaders.heap). ``persistent``: the workers outlive an epoch (``close_loader`` ends them)."""
     keep_batch_buffers()
     extra = {}
     if workers:
-        extra["persistent_workers"] = False
+        extra["persistent_workers"] = persistent
         extra["worker_init_fn"] = worker_init
         if prefetch_factor:
             extra["prefetch_factor"] = prefetch_factor
@@ -285,14 +286,21 @@ def row_loader(dataset, workers: int, start_method: str | None = None, batches=N
 
 @dataclass
 class Epoch:
-    seconds: float  # iterator creation (workers start) to the last batch
+    seconds: float  # iterator creation (workers start, unless they persist) to the last batch
     rows: int
     batches: int
-    cpu_seconds: float  # this process and its joined workers
+    cpu_seconds: float  # this process and its workers
+
+    @classmethod
+    def mean(cls, epochs: list["Epoch"]) -> "Epoch":
+        """The mean epoch of several back-to-back epochs (one timed repeat)."""
+        return cls(float(np.mean([e.seconds for e in epochs])), epochs[0].rows, epochs[0].batches,
+                   float(np.mean([e.cpu_seconds for e in epochs])))
 
 
 def run_epoch(loader) -> Epoch:
-    """Iterate ``loader`` once; every row must arrive exactly once."""
+    """Iterate ``loader`` once; every row must arrive exactly once. The CPU time of persistent workers
+    is read from /proc while they live; other workers' once they are joined."""
     import resource
 
     def children_cpu():
@@ -300,13 +308,16 @@ def run_epoch(loader) -> Epoch:
         return usage.ru_utime + usage.ru_stime
 
     dataset = loader.dataset
+    persistent = loader.num_workers > 0 and loader.persistent_workers
     delivered = []
+    workers0 = _workers_cpu(loader._iterator) if persistent else 0.0
     cpu0, child0, start = time.process_time(), children_cpu(), time.perf_counter()
     iterator = iter(loader)
     for batch in iterator:
         delivered.append(batch["row"].numpy())
     seconds = time.perf_counter() - start
-    del iterator  # joins the workers, so their CPU time is counted
+    workers = _workers_cpu(iterator) - workers0 if persistent else 0.0
+    del iterator  # joins non-persistent workers, so their CPU time is counted
     batches = len(delivered)
     seen = np.bincount(np.concatenate(delivered) if delivered else np.zeros(0, np.int64),
                        minlength=len(dataset.fingerprints))
@@ -315,7 +326,27 @@ def run_epoch(loader) -> Epoch:
     if not (seen == 1).all():
         raise VerificationError(f"{dataset.source.name}: {int((seen == 0).sum())} rows never delivered, "
                                 f"{int((seen > 1).sum())} delivered more than once")
-    return Epoch(seconds, int(seen.sum()), batches, time.process_time() - cpu0 + children_cpu() - child0)
+    return Epoch(seconds, int(seen.sum()), batches, time.process_time() - cpu0 + children_cpu() - child0 + workers)
+
+
+def _workers_cpu(iterator) -> float:
+    """User + system CPU seconds of a DataLoader iterator's live worker processes."""
+    total = 0
+    for worker in getattr(iterator, "_workers", None) or []:
+        try:
+            fields = open(f"/proc/{worker.pid}/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, ValueError, TypeError):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def close_loader(loader) -> None:
+    """End a loader's persistent workers now (not when the garbage collector gets to it)."""
+    iterator = getattr(loader, "_iterator", None)
+    if iterator is not None and hasattr(iterator, "_shutdown_workers"):
+        iterator._shutdown_workers()
+    loader._iterator = None
 
 
 def bare_epoch(dataset, batches=None) -> Epoch:

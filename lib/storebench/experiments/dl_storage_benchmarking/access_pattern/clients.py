@@ -34,6 +34,7 @@ def redis_parsers(dataset: Dataset, config: dict, k: int = 256, rounds: int = 3)
     and of redis-benchmark's same HMGET; one row per client, the pure-Python parser first."""
     workload = Workload("random", k, 1, len(dataset), config["seed"])
     passes = {"python": [], "hiredis": []}
+    one_repeat = config.policy.once()  # the rounds alternate instead
     with ServicePool(config["endpoints"]) as services, ExitStack() as stack:
         base = stack.enter_context(loaded_reader("redis", "memory", dataset, config["format"], 1, progress=False,
                                                  services=services))
@@ -42,7 +43,7 @@ def redis_parsers(dataset: Dataset, config: dict, k: int = 256, rounds: int = 3)
         configs = {p: r.store.client_config() for p, r in readers.items()}
         for _ in range(rounds):  # alternate, so drift on a busy machine hits both alike
             for parser, reader in readers.items():
-                passes[parser] += measure(reader, workload, repeats=1, cold=False, warmup=True)
+                passes[parser] += measure(reader, workload, one_repeat, cold=False, warmup=True)
         bench = redis_benchmark(base.store, k)
     rows = [_row("redis", configs[p], "random", k, ps) for p, ps in passes.items()]
     if bench is not None:
@@ -53,8 +54,8 @@ def redis_parsers(dataset: Dataset, config: dict, k: int = 256, rounds: int = 3)
 
 
 def _row(system: str, client_config: str, access: str, k: int, passes) -> dict:
-    rates = [int(p.events.n_objects.sum()) / p.seconds for p in passes]
-    cpu = [1e3 * p.cpu_seconds / int(p.events.n_objects.sum()) for p in passes]
+    rates = [p.per_pass("n_objects") / p.seconds for p in passes]
+    cpu = [1e3 * p.cpu_seconds / p.per_pass("n_objects") for p in passes]
     return {"system": system, "client_config": client_config, "access": access, "samples_per_request": k,
             "objects_per_s": float(np.mean(rates)), "objects_per_s_min": float(np.min(rates)),
             "objects_per_s_max": float(np.max(rates)), "client_cpu_ms_per_object": float(np.mean(cpu)),

@@ -32,6 +32,7 @@ from pydantic import AfterValidator, Field
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
+from storebench.core.repeats import Cell, RepeatPolicy
 from storebench.core.results import ResultWriter
 from storebench.core.settings import (DatasetName, FormatName, LocationName, NetProfileName, Settings as Base,
                                       StoreName)
@@ -86,7 +87,7 @@ def place_and_measure(config: Settings, raw_dir=None, progress: bool = True) -> 
     run = Run(ResultWriter(EXPERIMENT, raw_dir=raw_dir))
     dataset = data.load(config["dataset"], config["n_samples"])
     workload = Workload("sequential", 1, 1, len(dataset), config["seed"])
-    measure_opts = dict(repeats=config["repeats"], dataset=config["dataset"], format=config["format"],
+    measure_opts = dict(policy=config.policy, dataset=config["dataset"], format=config["format"],
                         scale=config["scale"], seed=config["seed"], warmup=config.warmup)
     servers = _servers(run, config)
     pairs = _measurable(system_locations(servers, config["locations"], run), run)
@@ -152,35 +153,51 @@ def _toxiproxy(stack: ExitStack):
 
 
 def _placements(run, hop, reader, workload, location, config, measure_opts, toxiproxy) -> None:
-    """One pass per placement per round, the placements' order rotating each round, so that a
-    server still warming up (Cassandra's JIT) or a busy moment weighs on every placement alike.
-    The first ``warmup`` round is not recorded; every pass is verified. A placement is (label,
-    link rate, reader, measured network profile or None); the in-namespace client has rate None."""
+    """One repeat per placement per round, the placements' order rotating each round, so that a
+    server still warming up (Cassandra's JIT) or a busy moment weighs on every placement alike. The
+    first round is the warm-up (not recorded; it sets each placement's passes per repeat); rounds go on
+    until the repeat policy is done with every placement; every pass is verified. A placement is
+    (label, link rate, reader, measured network profile or None); the in-namespace client has rate None."""
     cold = location == "disk-cold-pagecache"
+    policy = config.policy
     placements = [(IN_NAMESPACE, None, None, None),
                   *((hop_label(rate), rate, reader, None) for rate in config["link_rates"])]
-    passes: dict[str, list] = {label: [] for label, *_ in placements}
-    warmup = int(measure_opts["warmup"])
+    cells: dict[str, Cell] = {}
+    passes: dict[str, list] = {}
     try:
         with ExitStack() as stack:
             for name in config.net_profiles:
                 placed = _profile_placement(run, stack, hop, reader, name, toxiproxy)
                 if placed:
                     placements.append(placed)
-                    passes[name] = []
             inside = stack.enter_context(NamespaceClient(hop, reader, workload))
-            rounds = tqdm(range(warmup + measure_opts["repeats"]), unit="round", leave=False,
-                          desc=f"breakdown {reader.store.name} ({len(placements)} placements)")
-            for n in rounds:
-                for label, rate, client, _ in placements[n % len(placements):] + placements[:n % len(placements)]:
-                    hop.shape(None if rate in (None, "unshaped") else rate)
-                    if n == 0 and rate is not None:
-                        run.notes.append(f"{reader.store.name}, {label}: tc reports {hop.qdiscs()}")
-                    one = inside.measure_pass(cold) if rate is None else \
-                        timed_passes(client, workload, 1, cold=cold, warmup=False)[0]
-                    if n >= warmup:
-                        one.repeat = n - warmup
-                        passes[label].append(one)
+
+            def one_repeat(placement, n_passes):
+                label, rate, client, _ = placement
+                hop.shape(None if rate in (None, "unshaped") else rate)
+                if rate is not None and label not in cells:
+                    run.notes.append(f"{reader.store.name}, {label}: tc reports {hop.qdiscs()}")
+                if rate is None:
+                    return inside.measure_pass(cold, n_passes)
+                return timed_passes(client, workload, policy.once(), cold=cold, warmup=False, passes=n_passes)[0]
+
+            if measure_opts["warmup"]:
+                for placement in placements:
+                    warm = one_repeat(placement, 1)
+                    cells[placement[0]] = Cell(policy.passes_for(warm.seconds, loopable=not cold))
+            bar = tqdm(desc=f"breakdown {reader.store.name} ({len(placements)} placements)", unit="repeat",
+                       leave=False)
+            n = 0
+            while open_ := [p for p in placements if not policy.done(cells.setdefault(p[0], Cell()))]:
+                for placement in open_[n % len(open_):] + open_[:n % len(open_)]:
+                    cell = cells[placement[0]]
+                    one = one_repeat(placement, cell.passes)
+                    one.repeat = cell.repeats
+                    cell.add(one.seconds, one.seconds * one.passes)
+                    passes.setdefault(placement[0], []).append(one)
+                    bar.update()
+                n += 1
+            bar.close()
     except Exception as error:
         raise failure(reader.store.name, workload, location, error) from error
     finally:
@@ -188,6 +205,8 @@ def _placements(run, hop, reader, workload, location, config, measure_opts, toxi
     fields = {k: measure_opts[k] for k in ("dataset", "format", "scale", "seed")}
     nets = {label: net for label, _, _, net in placements}
     for label, measured in passes.items():
+        for one in measured:
+            one.cell_repeats, one.ci_target_met = cells[label].repeats, policy.met(cells[label].values)
         record(run, reader, workload, measured, location=location, network=label, net=nets[label], **fields)
 
 
@@ -236,8 +255,8 @@ class NamespaceClient:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         return self
 
-    def measure_pass(self, cold: bool):
-        self.proc.stdin.write("cold\n" if cold else "warm\n")
+    def measure_pass(self, cold: bool, passes: int = 1):
+        self.proc.stdin.write(f"{'cold' if cold else 'warm'} {passes}\n")
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline().strip()
         if not answer:
@@ -258,7 +277,7 @@ class NamespaceClient:
 
 
 def _client_main(spec_path: str) -> None:
-    """The in-namespace client: one verified pass per line on stdin ("warm"/"cold"), each pickled
+    """The in-namespace client: one verified repeat per line on stdin ("warm 3": warm, 3 passes), each pickled
     next to the spec, its path answered on stdout."""
     spec = pickle.loads(Path(spec_path).read_bytes())
     store = get_store_class(spec["store"])(spec["endpoint"], namespace=spec["namespace"])
@@ -268,7 +287,9 @@ def _client_main(spec_path: str) -> None:
         reader = ObjectReader(store, get_format(spec["format"]), spec["samples_per_object"], spec["checksums"],
                               spec["sizes"], spec["n_samples"])
         for n, line in enumerate(sys.stdin):
-            (one,) = timed_passes(reader, spec["workload"], 1, cold=line.strip() == "cold", warmup=False)
+            how, passes = line.split()
+            (one,) = timed_passes(reader, spec["workload"], RepeatPolicy().once(), cold=how == "cold", warmup=False,
+                                  passes=int(passes))
             out = Path(spec_path).with_name(f"pass-{n}.pkl")
             out.write_bytes(pickle.dumps(one))
             print(out, flush=True)

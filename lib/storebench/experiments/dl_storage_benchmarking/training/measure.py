@@ -29,6 +29,7 @@ from pydantic import Field
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
+from storebench.core.repeats import Cell, rounds
 from storebench.core.results import LOCAL_NETWORK, ROW_COLUMNS, ResultWriter, machine
 from storebench.core.settings import (DatasetName, FormatName, LocationName, NonNegativeFloat, NonNegativeInt,
                                       PositiveFloat, PositiveInt, Settings as Base, StoreName, params_hash)
@@ -94,6 +95,34 @@ class Epoch:
     def final_loss(self) -> float:
         tail = self.losses[-max(1, len(self.losses) // 10):]
         return float(np.nanmean(tail)) if np.isfinite(tail).any() else float("nan")
+
+    @property
+    def data_wait_seconds(self) -> float:
+        return float(self.wait_ns.sum() / 1e9)
+
+    @property
+    def compute_seconds(self) -> float:
+        return float(self.compute_ns.sum() / 1e9)
+
+
+@dataclass
+class Epochs:
+    """The epochs of one repeat (looped to cover the policy's timed work): per-epoch means, the steps of all."""
+    epochs: list[Epoch]
+
+    def _mean(self, name: str) -> float:
+        return float(np.mean([getattr(e, name) for e in self.epochs]))
+
+    seconds = property(lambda self: self._mean("seconds"))
+    first_step_seconds = property(lambda self: self._mean("first_step_seconds"))
+    cpu_seconds = property(lambda self: self._mean("cpu_seconds"))
+    utilisation = property(lambda self: self._mean("utilisation"))
+    data_wait_seconds = property(lambda self: self._mean("data_wait_seconds"))
+    compute_seconds = property(lambda self: self._mean("compute_seconds"))
+    final_loss = property(lambda self: self.epochs[-1].final_loss)
+    wait_ns = property(lambda self: np.concatenate([e.wait_ns for e in self.epochs]))
+    compute_ns = property(lambda self: np.concatenate([e.compute_ns for e in self.epochs]))
+    losses = property(lambda self: np.concatenate([e.losses for e in self.epochs]))
 
 
 def train_epoch(loader, plan: list[list[int]], labels: np.ndarray, model, optimizer, emulated_s: float = 0.0) -> Epoch:
@@ -242,23 +271,41 @@ def _measure_system(result: Run, store, dataset, config: Settings, location: str
     fixed = dict(system=store.name, system_version=store.system_version(),
                  client_version=f"{store.client_package} {package_version(store.client_package)}")
     plan = grid(config)
-    bar = tqdm(total=len(plan) * config.repeats, desc=f"{EXPERIMENT} {store.name}", unit="epoch",
+    policy = config.policy
+    bar = tqdm(total=len(plan) * policy.min_repeats, desc=f"{EXPERIMENT} {store.name}", unit="repeat",
                disable=not progress, leave=False)
-    for repeat in range(config.repeats):  # repeat-major: drift hits every configuration alike
-        for point in plan:
-            batches = loaders.batch_plan(n, epoch_samples, point["batch_size"], seed + repeat)
-            dataset_ = loaders.make_dataset(point["loader"], reader, opener)
-            loader = loaders.data_loader(dataset_, batches, point["workers"], method if point["workers"] else None)
-            torch.manual_seed(seed + repeat)
-            model = lenet5()
-            optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-            epoch = train_epoch(loader, batches, dataset.labels.astype(np.int64), model, optimizer,
-                                point["emulated_compute_s"])
-            dataset_.close()
-            result.writer.add_epoch(_row(point, epoch, batches, reader, config, location, repeat, method, threads,
-                                         store.capabilities.has_server, **fixed), epoch)
-            bar.update()
+
+    def one_epoch(point, repeat: int, k: int) -> Epoch:
+        batches = loaders.batch_plan(n, epoch_samples, point["batch_size"], seed + repeat + k)
+        dataset_ = loaders.make_dataset(point["loader"], reader, opener)
+        loader = loaders.data_loader(dataset_, batches, point["workers"], method if point["workers"] else None)
+        torch.manual_seed(seed + repeat)
+        model = lenet5()
+        optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+        epoch = train_epoch(loader, batches, dataset.labels.astype(np.int64), model, optimizer,
+                            point["emulated_compute_s"])
+        dataset_.close()
+        return epoch
+
+    def one_repeat(point, repeat: int, cell: Cell):  # an epoch is rebuilt each time, as in seed 003's loop
+        epochs = Epochs([one_epoch(point, repeat, k) for k in range(cell.passes)])
+        batches = loaders.batch_plan(n, epoch_samples, point["batch_size"], seed + repeat)
+        result.writer.add_epoch(_row(point, epochs, batches, reader, config, location, repeat, method, threads,
+                                     store.capabilities.has_server, **fixed), epochs)
+        bar.update()
+        return epochs.seconds, None
+
+    cells = [Cell(policy.passes_for(one_epoch(point, 0, 0).seconds)) for point in plan]  # warm-ups
+    before = len(result.writer.rows)
+    cells = rounds(plan, policy, one_repeat, cells)  # repeat-major: drift hits every configuration alike
+    _annotate(result.writer.rows[before:], plan, cells, policy)
     bar.close()
+
+
+def _annotate(rows: list[dict], plan: list[dict], cells, policy) -> None:
+    by_point = {tuple(sorted(point.items())): cell for point, cell in zip(plan, cells)}
+    for row in rows:
+        row.update(by_point[tuple(sorted((k, row[k]) for k in plan[0]))].fields(policy))
 
 
 def _row(point, epoch: Epoch, batches, reader: ObjectReader, config: Settings, location, repeat, method, threads,
@@ -290,8 +337,8 @@ def _row(point, epoch: Epoch, batches, reader: ObjectReader, config: Settings, l
         "client_cpu_seconds": epoch.cpu_seconds, "client_peak_rss_bytes": None, "resident_fraction": None,
         "verified": True, **fixed, **machine(), "params_hash": params_hash(workload), "run_id": run_id,
         "scale": config.scale, "load_avg_1m": os.getloadavg()[0],
-        **point, "epoch_seconds": epoch.seconds, "data_wait_seconds": float(epoch.wait_ns.sum() / 1e9),
-        "compute_seconds": float(epoch.compute_ns.sum() / 1e9), "utilisation": epoch.utilisation,
+        **point, "epoch_seconds": epoch.seconds, "data_wait_seconds": epoch.data_wait_seconds,
+        "compute_seconds": epoch.compute_seconds, "utilisation": epoch.utilisation,
         "final_loss": epoch.final_loss, "steps": len(batches), "first_step_seconds": epoch.first_step_seconds,
         "start_method": method or "fork", "torch_version": torch.__version__, "torch_threads": threads,
         "has_server": has_server,

@@ -7,8 +7,10 @@ Per store and R we time the conversion into the store (encoding + writes + flush
 them (TileDB: one fragment per writer; TensorStore kvstore: one transaction per writer) and one
 writer elsewhere (RocksDB: one handle per directory, its writes serialise through one write
 queue, and the seed saw write-lock trouble with several writers; ext4 as a plain copy). Then an
-unrecorded warm-up epoch that reads and verifies every row, then every loader configuration
-``repeats`` times (repeat-major). The seed's three stores and ext4 get the full grid; every other
+unrecorded warm-up epoch that reads and verifies every row, then every loader configuration with
+its workers persisting across its epochs (their start-up reported apart), repeated as the repeat
+policy says (storebench.core.repeats); each store's fastest configuration is then re-measured on
+fresh repeats (``phase`` confirm). The seed's three stores and ext4 get the full grid; every other
 system of the registry (servers included) a small grid (``server_grid``).
 
 The loaders' own cost is measured against a bare loop of the same store calls (no decoding,
@@ -31,6 +33,7 @@ import pandas as pd
 from pydantic import AfterValidator, Field, model_validator
 
 from storebench.core.experiment import ResultsDir
+from storebench.core.repeats import Cell, repeat_cell
 from storebench.core.settings import NonNegativeInt, PositiveInt, Settings as Base, one_of, params_hash
 from storebench.data import samples as sample_data
 from storebench.loaders import rows as rowloaders
@@ -230,18 +233,39 @@ class SourceRun:
                 "load_avg_1m": os.getloadavg()[0]}
 
     def measure(self, source, points: list[Point], layout: str) -> None:
-        """Warm-up (verifies every row), then each point ``repeats`` times, repeat-major."""
+        """Warm-up (verifies every row), then each point until the repeat policy is done with it
+        (``phase`` select); then the fastest point again on fresh repeats (``phase`` confirm), so the
+        figure reported for a best configuration is not the one it was picked on."""
         warm = rowloaders.RowMapDataset(source, self.samples.modality, self.fingerprints)
         rowloaders.run_epoch(rowloaders.row_loader(warm, 0, batches=rowloaders.map_batches(len(self.samples), 1024)))
-        bar = tqdm(total=len(points) * self.config["repeats"], desc=f"{self.workload} {self.system} {layout}",
-                   unit="epoch", disable=not self.progress, leave=False)
-        for repeat in range(self.config["repeats"]):
-            for point in points:
-                dataset, batches = self.dataset(source, point)
-                loader = rowloaders.row_loader(dataset, point.workers, start_method(self.system), batches)
-                self.run.writer.rows.append(self.epoch_row(point, repeat, rowloaders.run_epoch(loader), layout))
-                bar.update()
-        bar.close()
+        cells = [self.measure_point(source, point, layout, "select")
+                 for point in tqdm(points, desc=f"{self.workload} {self.system} {layout}", unit="config",
+                                   disable=not self.progress, leave=False)]
+        best = min(range(len(points)), key=lambda i: np.mean(cells[i].values))
+        self.measure_point(source, points[best], layout, "confirm")
+
+    def measure_point(self, source, point: Point, layout: str, phase: str) -> Cell:
+        """One DataLoader whose workers persist across the point's epochs: a first epoch (workers
+        start), a steady one (sets the epochs per repeat), then repeats. ``startup_seconds`` is the
+        first epoch minus the steady one: the workers' start-up, reported apart."""
+        policy = self.config.policy
+        dataset, batches = self.dataset(source, point)
+        loader = rowloaders.row_loader(dataset, point.workers, start_method(self.system), batches, persistent=True)
+        try:
+            first, steady = rowloaders.run_epoch(loader), rowloaders.run_epoch(loader)
+            startup = max(first.seconds - steady.seconds, 0.0) if point.workers else 0.0
+
+            def one_repeat(repeat: int):
+                epoch = rowloaders.Epoch.mean([rowloaders.run_epoch(loader) for _ in range(passes)])
+                row = {**self.epoch_row(point, repeat, epoch, layout), "phase": phase, "startup_seconds": startup}
+                return epoch.seconds, row
+
+            passes = policy.passes_for(steady.seconds)
+            cell = repeat_cell(policy, one_repeat, passes)
+        finally:
+            rowloaders.close_loader(loader)
+        self.run.writer.rows.extend(cell.annotated_rows(policy))
+        return cell
 
     def dataset(self, source, point: Point):
         return loader_dataset(source, self.samples.modality, self.fingerprints, point,
@@ -346,13 +370,15 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
         try:
             for r in sorted({p.rows_per_key for p in points}):
                 layout = KeyLayout(len(samples), r)
-                for repeat in range(config["repeats"]):
+
+                def write_once(repeat: int):
                     store.clear()
                     start = time.perf_counter()
                     write_objects(store, samples, layout, writers)
                     seconds = time.perf_counter() - start
-                    usage = _usage(store)
-                    result.writes.append(source_run.write_row(repeat, seconds, r, writers, how, usage))
+                    return seconds, source_run.write_row(repeat, seconds, r, writers, how, _usage(store))
+
+                result.writes += repeat_cell(config.policy, write_once).annotated_rows(config.policy)
                 source = rowloaders.StoreRows(StoreOpener.of(store), layout, row_format(samples))
                 mine = [p for p in points if p.rows_per_key == r]
                 source_run.measure(source, mine, f"{r} rows/key")
@@ -374,15 +400,17 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
     source_run = SourceRun(result, config, workload, samples, fingerprints, system, table.system_version(),
                            f"{cls.client_package} {package_version(cls.client_package)}", LOCATION, progress)
     try:
-        for repeat in range(config["repeats"]):
+        how = "one write per column array (TileDB's own threads)" if system == "tiledb-attrs" else \
+            "all columns written concurrently (async futures)"
+
+        def write_once(repeat: int):
             start = time.perf_counter()
             table.write(samples)
             table.flush()
             seconds = time.perf_counter() - start
-            usage = table.disk_usage().bytes
-            how = "one write per column array (TileDB's own threads)" if system == "tiledb-attrs" else \
-                "all columns written concurrently (async futures)"
-            result.writes.append(source_run.write_row(repeat, seconds, 1, 1, how, usage))
+            return seconds, source_run.write_row(repeat, seconds, 1, 1, how, table.disk_usage().bytes)
+
+        result.writes += repeat_cell(config.policy, write_once).annotated_rows(config.policy)
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
         points = grid(config, system, table=True)
