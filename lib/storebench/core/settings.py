@@ -97,10 +97,10 @@ class Settings(BaseModel):
     seed: int = 0
     n_samples: PositiveInt
     repeats: PositiveInt  # at least this many repeats per cell (storebench.core.repeats)
-    max_repeats: PositiveInt = 30
+    max_repeats: PositiveInt | None = None  # None: exactly ``repeats`` (the presets in params.yaml set the policy)
     target_ci: PositiveFloat = 0.05  # more repeats until the 95% CI half-width is within this share of the mean
     cell_cap_s: PositiveFloat = 30.0  # ... or a cell has spent this much measured time
-    min_repeat_s: NonNegativeFloat = 1.0  # timed work per repeat (shorter passes are looped)
+    min_repeat_s: NonNegativeFloat = 0.0  # timed work per repeat (shorter passes are looped; 0: one pass)
     warmup: bool = True
     endpoints: Annotated[dict, AfterValidator(_known_endpoints)] = {}
 
@@ -120,7 +120,7 @@ class Settings(BaseModel):
     @property
     def policy(self):
         from storebench.core.repeats import RepeatPolicy
-        return RepeatPolicy(min_repeats=self.repeats, max_repeats=max(self.max_repeats, self.repeats),
+        return RepeatPolicy(min_repeats=self.repeats, max_repeats=max(self.max_repeats or self.repeats, self.repeats),
                             target_ci=self.target_ci, cell_cap_s=self.cell_cap_s, min_repeat_s=self.min_repeat_s)
 
     def as_dict(self) -> dict:

@@ -25,10 +25,12 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
 
+from storebench.core.repeats import Cell, repeat_cell
 from storebench.stores.readers import VerificationError
 from storebench.data.rowformats import KeyLayout, RowFormat
 from storebench.data.samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
@@ -339,6 +341,26 @@ def _workers_cpu(iterator) -> float:
             continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14, 15 of stat)
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def measure_epochs(dataset, workers: int, start_method: str | None, batches, policy,
+                   make_row: Callable[[int, Epoch, float], dict]) -> Cell:
+    """One loader whose workers persist across its epochs, measured under ``policy``: a first epoch
+    (workers start), a steady one (sets the epochs per repeat), then repeats of back-to-back epochs.
+    ``make_row(repeat, mean epoch, startup_seconds)`` makes each repeat's row; the start-up (first
+    epoch minus the steady one) is reported apart, never inside a repeat."""
+    loader = row_loader(dataset, workers, start_method, batches, persistent=True)
+    try:
+        first, steady = run_epoch(loader), run_epoch(loader)
+        startup = max(first.seconds - steady.seconds, 0.0) if workers else 0.0
+        passes = policy.passes_for(steady.seconds)
+
+        def one_repeat(repeat: int):
+            epoch = Epoch.mean([run_epoch(loader) for _ in range(passes)])
+            return epoch.seconds, make_row(repeat, epoch, startup)
+        return repeat_cell(policy, one_repeat, passes)
+    finally:
+        close_loader(loader)
 
 
 def close_loader(loader) -> None:

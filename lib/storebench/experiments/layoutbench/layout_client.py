@@ -4,7 +4,8 @@ it and an OOM kill loses nothing already measured).
     python -m storebench.experiments.layoutbench.layout_client SPEC.json
 
 SPEC names the layout (and its options), the S3 place to read through, the tier's metadata file,
-the plan (``[repeat, query]`` pairs, in order) and the wiretap's counter file. The client imports everything, prints
+the plan (``[repeat, query]`` pairs, in order, each run once), optionally a repeat policy with the
+queries to measure under it (after the plan), and the wiretap's counter file. The client imports everything, prints
 ``ready`` and waits for a line on stdin (the parent moves it into a memory cgroup meanwhile); then,
 per repeat and query, with a cold client each time: T = first call to last image verified, the
 bytes/requests/connections the wiretap saw, and the peak memory charged to its cgroup. An engine
@@ -55,9 +56,7 @@ def run(spec: dict) -> None:
     import pandas as pd
 
     from storebench.layouts import S3Place, get_layout
-    from storebench.testbed.memlimits import own_group_peak
     from storebench.layouts.queries import get_queries
-    from storebench.testbed.wiretap import read_counters
 
     meta = pd.read_parquet(spec["meta"])
     place = S3Place(spec["endpoint"], spec["bucket"], spec["prefix"])
@@ -66,28 +65,64 @@ def run(spec: dict) -> None:
     print("ready", flush=True)
     sys.stdin.readline()
     with open(spec["out"], "a") as out:
-        for repeat, name in spec["plan"]:
-            query, = get_queries([name])
-            own_group_peak(reset=True)
-            before = read_counters(counters)
-            start = time.perf_counter()
-            try:
-                n_images, n_bytes = verify(query, spec["copies"], meta, layout.query(query, spec["copies"]))
-            except Exception as error:  # noqa: BLE001 - only an engine's out-of-memory is a result
-                if not out_of_memory(error):
-                    raise
-                out.write(json.dumps({"query": name, "repeat": repeat, "status": "did not finish",
-                                      "reason": f"{type(error).__name__}: {str(error).splitlines()[0]}",
-                                      "peak_bytes": own_group_peak()}) + "\n")
-                out.flush()
-                continue
-            seconds = time.perf_counter() - start
-            moved = read_counters(counters) - before
-            out.write(json.dumps({"query": name, "repeat": repeat, "status": "ok", "seconds": seconds,
-                                  "images": n_images, "image_bytes": n_bytes, "bytes_down": moved.bytes_down,
-                                  "bytes_up": moved.bytes_up, "requests": moved.requests,
-                                  "connections": moved.connections, "peak_bytes": own_group_peak()}) + "\n")
+        def record(row: dict) -> dict:
+            out.write(json.dumps(row) + "\n")
             out.flush()
+            return row
+
+        def run_query(name: str, repeat: int, passes: int = 1) -> dict:
+            query, = get_queries([name])
+            return timed_query(query, repeat, passes, layout, meta, spec["copies"], counters)
+        for repeat, name in spec["plan"]:
+            record(run_query(name, repeat))
+        if spec.get("policy"):
+            measure_adaptively(spec, run_query, record)
+
+
+def timed_query(query, repeat: int, passes: int, layout, meta, copies: int, counters: Path) -> dict:
+    """One repeat of ``query``: ``passes`` runs back to back (each verified); seconds, bytes and
+    requests per pass, the peak memory of the repeat. An engine's out-of-memory "did not finish"."""
+    from storebench.testbed.memlimits import own_group_peak
+    from storebench.testbed.wiretap import read_counters
+
+    own_group_peak(reset=True)
+    before = read_counters(counters)
+    start = time.perf_counter()
+    try:
+        for _ in range(passes):
+            n_images, n_bytes = verify(query, copies, meta, layout.query(query, copies))
+    except Exception as error:  # noqa: BLE001 - only an engine's out-of-memory is a result
+        if not out_of_memory(error):
+            raise
+        return {"query": query.name, "repeat": repeat, "status": "did not finish",
+                "reason": f"{type(error).__name__}: {str(error).splitlines()[0]}", "peak_bytes": own_group_peak()}
+    seconds = (time.perf_counter() - start) / passes
+    moved = read_counters(counters) - before
+    return {"query": query.name, "repeat": repeat, "status": "ok", "seconds": seconds, "passes": passes,
+            "images": n_images, "image_bytes": n_bytes, "bytes_down": moved.bytes_down / passes,
+            "bytes_up": moved.bytes_up / passes, "requests": moved.requests / passes,
+            "connections": moved.connections / passes, "peak_bytes": own_group_peak()}
+
+
+def measure_adaptively(spec: dict, run_query, record) -> None:
+    """Every query of ``spec["queries"]`` under the repeat policy: an unrecorded warm-up run sets its
+    passes per repeat, then rounds over the queries still open (storebench.core.repeats)."""
+    from storebench.core.repeats import Cell, RepeatPolicy, rounds
+
+    policy = RepeatPolicy(**spec["policy"])
+    names = spec["queries"]
+    warm = [run_query(name, -1) for name in names]
+    for row in warm:
+        if row["status"] != "ok":
+            raise RuntimeError(f"{row['query']} did not finish without a memory limit: {row['reason']}")
+    cells = [Cell(policy.passes_for(row["seconds"])) for row in warm]
+
+    def one_repeat(name: str, repeat: int, cell: Cell):
+        row = record(run_query(name, repeat, cell.passes))
+        if row["status"] != "ok":
+            raise RuntimeError(f"{name} did not finish without a memory limit: {row['reason']}")
+        return row["seconds"], None
+    rounds(names, policy, one_repeat, cells)
 
 
 def main(argv=None):

@@ -16,7 +16,7 @@ CASSANDRA = "cassandra"  # the seed's loader: async single-partition reads of da
 
 
 def table1(batches: pd.DataFrame) -> pd.DataFrame:
-    """Per system, encoding and batch size: ms per batch (mean +- CI over the passes' means), images/s,
+    """Per system, encoding and batch size: ms per batch (mean +- CI over the repeats' means), images/s,
     MB/s, CPU%; the seed's Table 1 beside (Cassandra)."""
     rows = []
     for (system, encoding, b), g in batches.groupby(["system", "encoding", "batch_size"], sort=False):

@@ -36,6 +36,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.core.experiment import ResultsDir
 from storebench.core.settings import PositiveFloat, PositiveInt, Settings as Base, StoreName
 from storebench.loaders.opener import StoreOpener
@@ -62,7 +63,6 @@ class Settings(Base):
     batch_sizes: list[PositiveInt] = Field(min_length=1)
     in_flight: PositiveInt
     depth: PositiveInt
-    passes: PositiveInt
     replication_factor: PositiveInt
     consistency: Literal["ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"]
     latency_loaders: list[PositiveInt]
@@ -135,18 +135,16 @@ def whole_split(images: imagesets.ImageSet) -> sp.Splits:
 
 
 # ------------------------------------------------------------------ Table 1: the short-circuited loader
-def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int, depth: int, passes: int) -> list[dict]:
-    """``passes`` epochs of ``load_batch`` as fast as it goes; per pass: batch times, images, bytes, CPU."""
-    out = []
+def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int, depth: int,
+                    policy: RepeatPolicy) -> list[dict]:
+    """Epochs of ``load_batch`` as fast as it goes, under the repeat policy: an unrecorded warm-up
+    epoch (connections, JIT, caches) sets the epochs per repeat; per repeat, per epoch: batch times,
+    images, bytes, CPU."""
     me = psutil.Process()
     with PrefetchLoader(source, catalog, splits, batch_size=batch_size, depth=depth) as loader:
-        for _ in range(loader.num_batches[0]):  # an unrecorded warm-up epoch: connections, JIT, caches
-            loader.load_batch(0)
-        loader.rewind_splits()
-        for repeat in range(passes):
+        def epoch() -> tuple[list[float], int, int]:
             times, images, nbytes = [], 0, 0
-            cpu0, start = me.cpu_times(), time.perf_counter()
-            last = start
+            last = time.perf_counter()
             for _ in range(loader.num_batches[0]):
                 batch = loader.load_batch(0)
                 now = time.perf_counter()
@@ -154,16 +152,25 @@ def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int
                 last = now
                 images += len(batch.ids)
                 nbytes += sum(len(b) for b in batch.blobs)
-            seconds = time.perf_counter() - start
-            cpu = me.cpu_times()
             loader.rewind_splits()
-            mean, half, _ = mean_ci(np.array(times[1:] or times) * 1000)  # the first waits for the pipeline to fill
-            out.append({"batch_size": batch_size, "repeat": repeat, "images": images, "bytes": nbytes,
-                        "seconds": seconds, "ms_per_batch": mean, "ms_per_batch_ci": half,
-                        "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
-                        "cpu_percent": 100 * ((cpu.user - cpu0.user) + (cpu.system - cpu0.system)) / seconds,
-                        "threads": me.num_threads()})
-    return out
+            return times[1:] or times, images, nbytes  # the first batch waits for the pipeline to fill
+
+        def one_repeat(repeat: int):
+            cpu0, start = me.cpu_times(), time.perf_counter()
+            epochs = [epoch() for _ in range(passes)]
+            seconds = (time.perf_counter() - start) / passes
+            cpu = me.cpu_times()
+            images, nbytes = epochs[0][1], epochs[0][2]
+            mean, half, _ = mean_ci(np.concatenate([times for times, _, _ in epochs]) * 1000)
+            return seconds, {"batch_size": batch_size, "repeat": repeat, "images": images, "bytes": nbytes,
+                             "seconds": seconds, "ms_per_batch": mean, "ms_per_batch_ci": half,
+                             "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
+                             "cpu_percent": 100 * ((cpu.user - cpu0.user) + (cpu.system - cpu0.system))
+                             / (seconds * passes), "threads": me.num_threads()}
+        start = time.perf_counter()
+        epoch()
+        passes = policy.passes_for(time.perf_counter() - start)
+        return repeat_cell(policy, one_repeat, passes).annotated_rows(policy)
 
 
 # ------------------------------------------------------------------ Table 2: latency under load
@@ -289,7 +296,7 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
     with written(system, images, config, services, result) as (source, catalog, cassandra):
         versions["system_version"] = _system_version(system, services)
         rows = [r for b in config["batch_sizes"]
-                for r in short_circuited(source, catalog, splits, b, config["depth"], config["passes"])]
+                for r in short_circuited(source, catalog, splits, b, config["depth"], config["policy"])]
         if system in config["feed_systems"]:
             at = [r["images_per_s"] for r in rows if r["batch_size"] == config["feed_batch"]]
             rate = max(at or [r["images_per_s"] for r in rows])
@@ -312,7 +319,7 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
 
 
 def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True) -> LoaderRun:
-    config = {**settings.as_dict(), "progress": progress}
+    config = {**settings.as_dict(), "progress": progress, "policy": settings.policy}
     result = LoaderRun(config)
     work = scratch_dir(EXPERIMENT)
     batches, latency, feeds = [], [], []

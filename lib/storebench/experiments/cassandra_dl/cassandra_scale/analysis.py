@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from storebench.core.stats import mean_ci
 from storebench.core.experiment import ResultTables
 from storebench.experiments.cassandra_dl import published as paper004
 from storebench.report.findings import Findings, Metric, above, below, judge, not_comparable, ratio
@@ -20,13 +21,26 @@ class Recorded:
     timeline: pd.DataFrame = field(default_factory=pd.DataFrame)
     events: pd.DataFrame = field(default_factory=pd.DataFrame)
     failures: list[dict] = field(default_factory=list)
-    ranks: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ranks: pd.DataFrame = field(default_factory=pd.DataFrame)  # per rank count and phase: means over repeats
+    rank_repeats: pd.DataFrame = field(default_factory=pd.DataFrame)  # one row per launch and phase
 
     @classmethod
     def of(cls, tables: ResultTables) -> "Recorded":
         failures = tables.get(f"{EXPERIMENT}_failures", pd.DataFrame())
+        repeats = tables[f"{EXPERIMENT}_ranks"]
         return cls(tables.get(f"{EXPERIMENT}_timeline", pd.DataFrame()), tables.get(f"{EXPERIMENT}_events", pd.DataFrame()),
-                   failures.to_dict("records") if len(failures) else [], tables[f"{EXPERIMENT}_ranks"])
+                   failures.to_dict("records") if len(failures) else [], rank_means(repeats), repeats)
+
+
+def rank_means(repeats: pd.DataFrame) -> pd.DataFrame:
+    """Images/s and MB/s per rank count and phase: the mean over the launches, with its 95% CI half-width."""
+    out = []
+    for (ranks, phase), g in repeats.groupby(["ranks", "phase"], sort=True):
+        rate, rate_ci, n = mean_ci(g.images_per_s)
+        out.append({"ranks": ranks, "phase": phase, "images_per_s": rate, "images_per_s_ci": rate_ci,
+                    "mb_per_s": g.mb_per_s.mean(), "allreduce_share": g.allreduce_share.mean(), "repeats": n})
+    return pd.DataFrame(out, columns=["ranks", "phase", "images_per_s", "images_per_s_ci", "mb_per_s",
+                                      "allreduce_share", "repeats"])
 
 
 def ring_summary(timeline: pd.DataFrame, events: pd.DataFrame, failures: list) -> dict:

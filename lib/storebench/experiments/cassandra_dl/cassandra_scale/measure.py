@@ -30,6 +30,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field
 
+from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.core.experiment import ResultsDir
 from storebench.core.settings import NonNegativeFloat, PositiveInt, Settings as Base
 from storebench.experiments.common import Skipped, record_skipped
@@ -174,7 +175,8 @@ def ring_under_load(ring: Ring, images: imagesets.ImageSet, config: dict, result
 
 
 # ------------------------------------------------------------------ data-parallel ranks
-def data_parallel(endpoint: dict, config: dict, work: Path) -> list[dict]:
+def data_parallel(endpoint: dict, config: dict, work: Path, policy: RepeatPolicy) -> list[dict]:
+    """Per rank count, a torchrun launch per repeat (under ``policy``): train and validation rows."""
     out = []
     for n in config["ranks"]:
         share = config["train_share"]
@@ -189,16 +191,23 @@ def data_parallel(endpoint: dict, config: dict, work: Path) -> list[dict]:
                 "gradient_elements": config["gradient_elements"]}
         spec_path = work / f"ddp-{n}.json"
         spec_path.write_text(json.dumps(spec))
-        results = ranks.launch("storebench.experiments.cassandra_dl.ddp_rank", ["--spec", str(spec_path)], nproc=n,
-                               out_dir=work / f"ranks-{n}")
-        for phase in ("train", "val"):
-            parts = [r[phase] for r in results]
-            seconds = max(p["seconds"] for p in parts)
-            images, nbytes = sum(p["images"] for p in parts), sum(p["bytes"] for p in parts)
-            out.append({"ranks": n, "phase": phase, "images": images, "bytes": nbytes, "seconds": seconds,
-                        "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
-                        "allreduce_share": float(np.mean([p["allreduce_seconds"] / p["seconds"] for p in parts]))})
+        def one_repeat(repeat: int):
+            results = ranks.launch("storebench.experiments.cassandra_dl.ddp_rank", ["--spec", str(spec_path)],
+                                   nproc=n, out_dir=work / f"ranks-{n}-{repeat}")
+            rows = [{"ranks": n, "repeat": repeat, **_phase_totals(results, phase)} for phase in ("train", "val")]
+            return rows[0]["seconds"], rows
+        out += repeat_cell(policy, one_repeat).annotated_rows(policy)
     return out
+
+
+def _phase_totals(results: list[dict], phase: str) -> dict:
+    """One phase over all ranks: the slowest rank's seconds, every rank's images and bytes."""
+    parts = [r[phase] for r in results]
+    seconds = max(p["seconds"] for p in parts)
+    images, nbytes = sum(p["images"] for p in parts), sum(p["bytes"] for p in parts)
+    return {"phase": phase, "images": images, "bytes": nbytes, "seconds": seconds, "images_per_s": images / seconds,
+            "mb_per_s": nbytes / seconds / 1e6,
+            "allreduce_share": float(np.mean([p["allreduce_seconds"] / p["seconds"] for p in parts]))}
 
 
 # ------------------------------------------------------------------ the run
@@ -224,7 +233,7 @@ def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True
             result.skipped.append(Skipped("cassandra", "disk", "ring join/leave under load",
                                           "not run at this scale (ring: false); overrides={'ring': True} runs it"))
             result.notes.append("ring: not run at this scale (ring: false)")
-        rows = data_parallel(endpoint, config, work)
+        rows = data_parallel(endpoint, config, work, settings.policy)
     result.ranks = pd.DataFrame(rows).assign(system="cassandra", system_version=version,
                                              client_version=package_version("cassandra-driver"),
                                              torch_version=package_version("torch"))

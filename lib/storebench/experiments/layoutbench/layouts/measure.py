@@ -20,7 +20,7 @@ import sys
 import time
 import warnings
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -31,6 +31,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
+from storebench.core.repeats import RepeatPolicy
 from storebench.core.experiment import ResultsDir
 from storebench.core.settings import NetProfileName, NonNegativeFloat, NonNegativeInt, PositiveInt, Settings as Base, one_of
 from storebench.experiments.common import Skipped, record_skipped
@@ -119,6 +120,7 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
 
 def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True) -> LayoutRun:
     config = settings.as_dict()
+    policy = settings.policy
     copies = imagenet.tier_copies(config["tier"])
     meta = imagenet.tier_metadata(copies)
     images = dict(imagenet.images())
@@ -158,7 +160,8 @@ def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True
                                     limit = None if allowance is None else footprint[name] + allowance
                                     place = S3Place(tap.endpoint(routed), bucket, f"{config['tier']}/{name}")
                                     found = run_client(name, layout_options(config, name), place, index_dir,
-                                                       meta_path, tap, config, copies, limit, work, cgroups is None)
+                                                       meta_path, tap, config, copies, limit, work, policy,
+                                                       cgroups is None)
                                     footprint.setdefault(name, next(r.get("peak_bytes") for r in found
                                                                     if r["query"] == FOOTPRINT.name))
                                     rows += [{**r, "server": server, "server_version": version, "layout": name,
@@ -248,19 +251,21 @@ def other_server_sweeps(config: dict, sweeps: list) -> list:
     return [(profile, [(UNLIMITED, None)]) for profile, _ in sweeps if profile in config["other_servers_profiles"]]
 
 
-def run_client(name, options, place, index_dir, meta_path, tap, config, copies, limit, work,
+def run_client(name, options, place, index_dir, meta_path, tap, config, copies, limit, work, policy: RepeatPolicy,
                cgroups: bool = True) -> list[dict]:
-    """The footprint query, then every query ``repeats`` times (once under a memory limit), in a client
-    process in a memory cgroup of its own (``limit`` None: it only measures). After an OOM kill the
+    """The footprint query, then every query in a client process in a memory cgroup of its own
+    (``limit`` None: it only measures). Unlimited, the client runs the queries under ``policy``
+    (storebench.core.repeats: an unrecorded warm-up sets each query's passes per repeat, then rounds
+    until each query's CI target or cap); under a limit, each query once. After an OOM kill the
     query it was running "did not finish" and a new client goes on with the rest."""
-    repeats = config["repeats"] if limit is None else 1
-    todo = [(0, FOOTPRINT.name)] + [(r, q) for r in range(repeats) for q in config["queries"]]
+    todo = [(0, FOOTPRINT.name)] + ([] if limit is None else [(0, q) for q in config["queries"]])
+    adaptive = {"policy": asdict(policy), "queries": config["queries"]} if limit is None else {}
     rows = []
     while todo:
         out = work / f"client-{os.getpid()}-{time.monotonic_ns()}.jsonl"
         spec = {"layout": name, "options": options, "endpoint": place.endpoint, "bucket": place.bucket,
                 "prefix": place.prefix, "index_dir": str(index_dir), "meta": str(meta_path), "copies": copies,
-                "plan": todo, "counter_file": str(tap.counter_file), "out": str(out)}
+                "plan": todo, "counter_file": str(tap.counter_file), "out": str(out), **adaptive}
         code = _client_process(spec, limit, cgroups)
         done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
         rows += done
@@ -274,7 +279,18 @@ def run_client(name, options, place, index_dir, meta_path, tap, config, copies, 
         repeat, query = todo.pop(0)
         rows.append({"query": query, "repeat": repeat, "status": "did not finish",
                      "reason": f"OOM-killed at a {limit / 2**20:.1f} MiB limit"})
-    return rows
+    return _with_cells(rows, policy if limit is None else RepeatPolicy.exactly(1))
+
+
+def _with_cells(rows: list[dict], policy: RepeatPolicy) -> list[dict]:
+    """Each row with its query's cell fields (repeats, whether the CI target was met, passes)."""
+    seconds: dict[str, list[float]] = {}
+    for row in rows:
+        if row["status"] == "ok":
+            seconds.setdefault(row["query"], []).append(row["seconds"])
+    return [{**row, "repeats": len(seconds.get(row["query"], [])),
+             "ci_target_met": policy.met(seconds.get(row["query"], [])), "passes": row.get("passes", 1)}
+            for row in rows]
 
 
 def _client_process(spec: dict, limit: int | None, cgroups: bool = True) -> int:

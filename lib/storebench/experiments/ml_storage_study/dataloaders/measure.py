@@ -250,20 +250,10 @@ class SourceRun:
         first epoch minus the steady one: the workers' start-up, reported apart."""
         policy = self.config.policy
         dataset, batches = self.dataset(source, point)
-        loader = rowloaders.row_loader(dataset, point.workers, start_method(self.system), batches, persistent=True)
-        try:
-            first, steady = rowloaders.run_epoch(loader), rowloaders.run_epoch(loader)
-            startup = max(first.seconds - steady.seconds, 0.0) if point.workers else 0.0
 
-            def one_repeat(repeat: int):
-                epoch = rowloaders.Epoch.mean([rowloaders.run_epoch(loader) for _ in range(passes)])
-                row = {**self.epoch_row(point, repeat, epoch, layout), "phase": phase, "startup_seconds": startup}
-                return epoch.seconds, row
-
-            passes = policy.passes_for(steady.seconds)
-            cell = repeat_cell(policy, one_repeat, passes)
-        finally:
-            rowloaders.close_loader(loader)
+        def row(repeat: int, epoch, startup: float) -> dict:
+            return {**self.epoch_row(point, repeat, epoch, layout), "phase": phase, "startup_seconds": startup}
+        cell = rowloaders.measure_epochs(dataset, point.workers, start_method(self.system), batches, policy, row)
         self.run.writer.rows.extend(cell.annotated_rows(policy))
         return cell
 

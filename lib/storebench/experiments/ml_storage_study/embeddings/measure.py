@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
+from storebench.core.repeats import Cell, rounds
 from storebench.core.results import machine
 from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of, params_hash
 from storebench.data import keystreams
@@ -114,11 +115,11 @@ def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
     first = rows.iloc[0]
     for key in ("location", "store_fs", "host", "cpus", "memory_bytes", "python", "git_rev", "scale"):
         table_[key] = first[key]
-    table_["repeats"] = int(rows.repeat.max()) + 1
+    table_["repeats"] = int(rows.repeats.min()) if "repeats" in rows else int(rows.repeat.max()) + 1
     return table_
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
-    """Every configuration x stream x table, ``repeats`` times, verified: the ``embeddings`` table (one row
+    """Every configuration x stream x table, under the repeat policy, verified: the ``embeddings`` table (one row
     per run), ``embeddings_provenance`` (versions and settings per table) and the per-batch timings
     (raw/<table>.parquet)."""
     result = run(settings, progress=progress)
@@ -186,25 +187,44 @@ class EmbeddingRun:
 
 
 def run(config: Settings, progress: bool = True) -> EmbeddingRun:
-    """Every configuration of ``plan`` x stream x table, ``repeats`` times, verified."""
-    points = plan(config)
+    """Every configuration of ``plan`` x stream x table, under the repeat policy, verified. A cell's
+    repeat runs the whole stream ``passes`` times (each on a fresh table) when one run is shorter than
+    the policy's work per repeat; its row holds the mean run."""
+    policy = config.policy
     tables, streams = config["tables"], config["streams"]
-    bar = tqdm(total=config["repeats"] * len(streams) * len(points) * len(tables), desc=EXPERIMENT, unit="run",
-               disable=not progress, leave=False)
+    points = plan(config)
+    cells = [(table, work, sweeps) for name in streams for point, sweeps in points
+             for work in [workload(name, point, config)] for table in tables]
     if config.get("warmup", True):
         _warm_up(tables, streams[0], points[0][0], config)
-    rows, batches = [], []
-    for repeat in range(config["repeats"]):
-        for name in streams:
-            for point, sweeps in points:
-                work = workload(name, point, config)
-                for table in tables:
-                    row, per_batch = measure_one(table, work, config, repeat, sweeps)
-                    rows.append(row)
-                    batches.append(per_batch)
-                    bar.update()
+    bar = tqdm(total=len(cells) * policy.min_repeats, desc=EXPERIMENT, unit="run", disable=not progress, leave=False)
+    calibrated = [Cell(policy.passes_for(_timed_run(table, work, config))) for table, work, _ in cells]
+    batches = []
+
+    def one_repeat(cell_plan, repeat: int, cell: Cell):
+        table, work, sweeps = cell_plan
+        runs = [measure_one(table, work, config, repeat, sweeps) for _ in range(cell.passes)]
+        batches.extend(per_batch.assign(run_pass=i) for i, (_row, per_batch) in enumerate(runs))
+        row = _mean_row([row for row, _ in runs])
+        return row["total_seconds"], row
+    done = rounds(cells, policy, one_repeat, calibrated, on_repeat=bar.update)
     bar.close()
+    rows = [row for cell in done for row in cell.annotated_rows(policy)]
     return EmbeddingRun(pd.DataFrame(rows), pd.concat(batches, ignore_index=True))
+
+
+TIMED_COLUMNS = ["total_seconds", "read_seconds", "update_seconds", "write_seconds", "create_seconds"]
+
+
+def _mean_row(rows: list[dict]) -> dict:
+    """One repeat's row from its passes: the timings are the mean pass, the rest is the same in each."""
+    return {**rows[0], **{c: float(np.mean([row[c] for row in rows])) for c in TIMED_COLUMNS}}
+
+
+def _timed_run(table: str, work: Workload, config: dict) -> float:
+    """One unrecorded, verified run of a cell: its duration sets the cell's passes per repeat."""
+    row, _ = measure_one(table, work, config, -1, [])
+    return row["total_seconds"]
 
 
 def _warm_up(tables: list[str], stream: str, point: Point, config: dict) -> None:

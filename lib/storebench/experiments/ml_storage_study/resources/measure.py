@@ -102,13 +102,13 @@ def _sample_one(result, config, workload, samples, fingerprints, system, point, 
         label = f"{workload}/{system}"
         epochs = []
         with ResourceSampler(config.interval_s, extra_pids=server_pids, label=label) as sampler:
-            while not epochs or sum(e.seconds for e in epochs) < config.min_seconds:
+            while len(epochs) < config.policy.min_repeats or sum(e.seconds for e in epochs) < config.min_seconds:
                 dataset, batches = loader_dataset(data_source, samples.modality, fingerprints, point)
                 loader = rowloaders.row_loader(dataset, point.workers, start_method(system), batches)
                 epochs.append(rowloaders.run_epoch(loader))
         data_source.close()
     fields = {"workload": workload, "system": system, "config": paper001.config_text(vars(point)),
-              "config_source": source, "epochs": len(epochs),
+              "config_source": source, "epochs": len(epochs), "repeats": len(epochs),
               "epoch_seconds": sum(e.seconds for e in epochs) / len(epochs), "n_rows": epochs[0].rows}
     result.samples.append(sampler.samples.assign(**fields))
     for summary in sampler.summary().to_dict("records"):

@@ -25,6 +25,7 @@ from pydantic import Field, model_validator
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
 from storebench.core.results import machine
+from storebench.core.repeats import repeat_cell
 from storebench.core.settings import NonNegativeFloat, PositiveInt, Settings as Base, params_hash
 from storebench.data import samples as sample_data
 from storebench.data.rowformats import KeyLayout, row_format
@@ -140,30 +141,41 @@ def _measure(config, workload, factor, samples, system, point: Point, cache: dic
     fingerprints = row_fingerprints(samples.columns)
     point = Point(point.loader, min(point.rows_per_key, len(samples)), point.batch_size, point.prefetch,
                   point.workers)
-    rows = []
     writes, data_source, cleanup, version, client = _write(config, workload, samples, system, point, cache, pool)
     try:
         dataset, batches = loader_dataset(data_source, samples.modality, fingerprints, point)
         rowloaders.run_epoch(rowloaders.row_loader(dataset, 0, batches=batches))  # warm-up, verifies every row
-        for repeat in range(config["repeats"]):
-            dataset, batches = loader_dataset(data_source, samples.modality, fingerprints, point)
-            epoch = rowloaders.run_epoch(rowloaders.row_loader(dataset, point.workers, start_method(system), batches))
-            workload_fields = dict(experiment=EXPERIMENT, workload=workload, dataset=samples.name, factor=factor,
-                                   n_rows=len(samples), system=system, loader=point.loader,
-                                   rows_per_key=point.rows_per_key, batch_size=point.batch_size,
-                                   prefetch=point.prefetch, workers=point.workers)
-            rows.append({**workload_fields, "repeat": repeat, "dataset_bytes": samples.nbytes,
-                         "write_seconds": writes[repeat % len(writes)], "read_seconds": epoch.seconds,
-                         "rows_per_second": epoch.rows / epoch.seconds, "cpu_seconds": epoch.cpu_seconds,
-                         "config_source": source, "block_cache_bytes": cache.get("block_cache_bytes"),
-                         "tiledb_read_ahead_cache_bytes": cache.get("read_ahead_cache_bytes"),
-                         "cache_setting": _cache_text(system, cache), "verified": True, "system_version": version,
-                         "client_version": client, **machine(), "params_hash": params_hash({**workload_fields, **cache}),
-                         "scale": config["scale"], "load_avg_1m": os.getloadavg()[0]})
+        workload_fields = dict(experiment=EXPERIMENT, workload=workload, dataset=samples.name, factor=factor,
+                               n_rows=len(samples), system=system, loader=point.loader,
+                               rows_per_key=point.rows_per_key, batch_size=point.batch_size,
+                               prefetch=point.prefetch, workers=point.workers)
+
+        def row(repeat: int, epoch, startup: float) -> dict:
+            return {**workload_fields, "repeat": repeat, "dataset_bytes": samples.nbytes,
+                    "write_seconds": writes[repeat % len(writes)], "read_seconds": epoch.seconds,
+                    "startup_seconds": startup, "rows_per_second": epoch.rows / epoch.seconds,
+                    "cpu_seconds": epoch.cpu_seconds, "config_source": source,
+                    "block_cache_bytes": cache.get("block_cache_bytes"),
+                    "tiledb_read_ahead_cache_bytes": cache.get("read_ahead_cache_bytes"),
+                    "cache_setting": _cache_text(system, cache), "verified": True, "system_version": version,
+                    "client_version": client, **machine(), "params_hash": params_hash({**workload_fields, **cache}),
+                    "scale": config["scale"], "load_avg_1m": os.getloadavg()[0]}
+        dataset, batches = loader_dataset(data_source, samples.modality, fingerprints, point)
+        cell = rowloaders.measure_epochs(dataset, point.workers, start_method(system), batches, config.policy, row)
+        rows = cell.annotated_rows(config.policy)
     finally:
         data_source.close()
         cleanup()
     return rows
+
+
+def _timed_writes(config, write) -> list[float]:
+    """Seconds of each write of the dataset, repeated by the policy (a write is never looped: it replaces)."""
+    def once(repeat: int):
+        start = time.perf_counter()
+        write()
+        return time.perf_counter() - start, None
+    return repeat_cell(config.policy, once).values
 
 
 def _cache_text(system: str, cache: dict) -> str:
@@ -175,17 +187,13 @@ def _cache_text(system: str, cache: dict) -> str:
 
 
 def _write(config, workload, samples, system, point: Point, cache: dict, pool):
-    """Timed conversions (``repeats`` of them), a source over the last one, and what removes it."""
-    seconds = []
+    """Timed conversions (repeated by the policy), a source over the last one, and what removes it."""
     if system in TABLES:
         cls = TABLES[system]
         root = store_root(f"{system}-{workload}-scaled", LOCATION)
         options = {"chunk_rows": config.get("chunk_rows", 64), **cache}
         table = cls(root, **options)
-        for _ in range(config["repeats"]):
-            start = time.perf_counter()
-            table.write(samples)
-            seconds.append(time.perf_counter() - start)
+        seconds = _timed_writes(config, lambda: table.write(samples))
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), options), len(samples))
         return seconds, source, table.clear, table.system_version(), \
@@ -194,11 +202,10 @@ def _write(config, workload, samples, system, point: Point, cache: dict, pool):
     store = context.__enter__()
     writers = config.get("writers", 2) if system in PARALLEL_WRITERS else 1
     layout = KeyLayout(len(samples), point.rows_per_key)
-    for _ in range(config["repeats"]):
+    def write():
         store.clear()
-        start = time.perf_counter()
         write_objects(store, samples, layout, writers)
-        seconds.append(time.perf_counter() - start)
+    seconds = _timed_writes(config, write)
     source = rowloaders.StoreRows(StoreOpener.of(store, **cache), layout, row_format(samples))
 
     def cleanup():
