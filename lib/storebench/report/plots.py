@@ -121,7 +121,8 @@ def system_legend(fig, systems, *, extra: list | None = None, title: str | None 
     """One legend for the whole figure, outside the axes: a system's colour and marker (or hatch for
     bars) from the registry; ``extra`` adds (handle, label) pairs (e.g. the paper's reference marks)."""
     handles, labels = [], []
-    for s in dict.fromkeys(systems):
+    order = list(SYSTEM_STYLES)  # registry order: the same system order in every report
+    for s in sorted(dict.fromkeys(systems), key=lambda s: order.index(s) if s in order else len(order)):
         st = system_style(s)
         if bars:
             handles.append(Patch(facecolor=st["color"], hatch=st["hatch"], edgecolor="white"))
@@ -204,9 +205,8 @@ def _is_log(ax, axis: str = "y") -> bool:
 def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
                   colors: dict | None = None, label_fmt: str = "{}", log: bool = True, **kw) -> None:
     """One line per ``hue`` value with 95% CI error bars (CI from the repeats; on a log y axis, the
-    default, lower bars are cut at ``LOG_FLOOR`` x the value)."""
-    if log:
-        ax.set_yscale("log")
+    default, lower bars are cut at ``LOG_FLOOR`` x the value). The log scale is set after drawing: set
+    before, matplotlib 3.10 takes a wrong data range from error bars (down to the x values)."""
     for key, group in summary.groupby(hue, sort=False):
         group = group.sort_values(x)
         colour = (colors or {}).get(key, system_style(key)["color"] if key in SYSTEM_STYLES else None)
@@ -214,6 +214,8 @@ def lines_with_ci(ax, summary: pd.DataFrame, x: str, hue: str, y: str = "mean", 
                             marker=marker(key), capsize=3, label=label_fmt.format(key), color=colour, **kw)
         if log:
             _cut_marks(ax, group[x], group[y], group[err].fillna(0), drawn.lines[0].get_color())
+    if log:
+        ax.set_yscale("log")
 
 
 def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err: str = "ci95",
@@ -223,8 +225,6 @@ def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err
     hues = [h for h in (hue_order or dict.fromkeys(frame[hue])) if h in set(frame[hue])]
     width = 0.8 / max(len(hues), 1)
     colours = {**palette(hues), **(colors or {})}
-    if log:
-        ax.set_yscale("log")
     for i, h in enumerate(hues):
         part = frame[frame[hue] == h].set_index(x)
         names = [name for name in groups if name in part.index]
@@ -235,6 +235,8 @@ def grouped_bars(ax, frame: pd.DataFrame, x: str, hue: str, y: str = "mean", err
         if log:
             _cut_marks(ax, xs, values, ci, "0.15")
     ax.set_xticks(range(len(groups)), groups)
+    if log:  # after drawing (see lines_with_ci)
+        ax.set_yscale("log")
     if legend:
         ax.legend(fontsize=8)
 
