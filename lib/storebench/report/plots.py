@@ -62,9 +62,9 @@ _REGISTRY = {
     "ceph": (TOL_MUTED["brown"], "o", "xx"),
     # layoutbench's four layouts of one image set on S3 (never drawn with the stores above)
     "L1-objects": (OKABE_ITO["blue"], "o", ""),
-    "L2-tar": (OKABE_ITO["orange"], "s", "//"),
-    "L3-parquet": (OKABE_ITO["green"], "^", ".."),
-    "L4-lance": (OKABE_ITO["vermilion"], "D", "xx"),
+    "L2-tar": (OKABE_ITO["orange"], "v", "//"),
+    "L3-parquet": (OKABE_ITO["green"], "p", ".."),
+    "L4-lance": (OKABE_ITO["vermilion"], "X", "xx"),
 }
 SYSTEM_STYLES = {name: {"color": matplotlib.colors.to_rgb(c), "marker": m, "hatch": h}
                  for name, (c, m, h) in _REGISTRY.items()}
