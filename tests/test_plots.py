@@ -1,23 +1,58 @@
-"""The figure house style: one colour and marker per system, the same in every report."""
-from storebench.report import plots
-from storebench.stores import STORES
-from storebench.stores.embeddings import EMBEDDING_TABLES
-from storebench.stores.tables import TABLES
+"""The figure house style: one colour and marker per system, the same in every report; figures at >= 150 dpi."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from storebench.layouts import LAYOUTS  # noqa: E402
+from storebench.report import plots  # noqa: E402
+from storebench.stores import STORES  # noqa: E402
+from storebench.stores.embeddings import EMBEDDING_TABLES  # noqa: E402
+from storebench.stores.tables import TABLES  # noqa: E402
+
+KNOWN = {*STORES, *TABLES, *EMBEDDING_TABLES, *LAYOUTS}
 
 
-def test_every_system_has_its_own_colour_and_marker():
-    systems = {*STORES, *TABLES, *EMBEDDING_TABLES}
-    missing = systems - set(plots.SYSTEM_STYLES)
-    assert not missing, f"give these systems a style in report/plots.FAMILIES: {sorted(missing)}"
-    pairs = [(tuple(s["color"]), s["marker"]) for s in plots.SYSTEM_STYLES.values()]
+def test_every_known_system_has_a_unique_colour_and_marker():
+    missing = KNOWN - set(plots.SYSTEM_STYLES)
+    assert not missing, f"give these systems a style in report/plots._REGISTRY: {sorted(missing)}"
+    pairs = [(tuple(plots.system_style(s)["color"]), plots.system_style(s)["marker"]) for s in sorted(KNOWN)]
     assert len(set(pairs)) == len(pairs)
+    stores = [tuple(plots.system_style(s)["color"]) for s in {*STORES, *TABLES, *EMBEDDING_TABLES}]
+    assert len(set(stores)) == len(stores), "stores drawn together need distinct colours, not only markers"
 
 
-def test_a_system_keeps_its_colour_whatever_else_is_in_the_figure():
+def test_a_system_keeps_its_style_across_calls_and_figures():
     alone = plots.palette(["redis"])
     crowded = plots.palette(["localfs", "rocksdb", "tiledb", "redis", "ceph"])
     assert alone["redis"] == crowded["redis"] != crowded["ceph"]
-    assert plots.palette(["jpeg", "raw"])  # a series that is not a system still gets colours
+    assert plots.system_style("tensorstore") == plots.system_style("tensorstore")
+    assert plots.palette(["jpeg", "raw"]) == plots.palette(["jpeg", "raw"])  # non-systems: stable too
+
+
+def test_figures_are_saved_at_150_dpi_or_more(tmp_path):
+    from PIL import Image
+
+    fig, ax = plt.subplots(figsize=(2, 1))
+    ax.plot([0, 1], [0, 1])
+    plots.save(fig, tmp_path / "f.png", dpi=72)  # a lower request is raised to the house minimum
+    dpi = Image.open(tmp_path / "f.png").info["dpi"]
+    assert min(dpi) >= 149.5 and plots.DPI >= 150
+
+
+def test_ticks_sit_at_the_measured_values_only():
+    fig, ax = plt.subplots()
+    ax.plot([0, 2], [1, 2])
+    plots.ticks_at(ax, [0, 2], log=False)
+    assert list(ax.get_xticks()) == [0, 2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "2"]
+    plt.close(fig)
+
+
+def test_log_error_bars_stop_above_zero():
+    yerr = plots.errorbars([1.0, 10.0], [5.0, 1.0], log=True)
+    assert yerr[0][0] == 1.0 - plots.LOG_FLOOR and yerr[0][1] == 1.0  # cut at 0.1x the value; the other kept
+    assert list(yerr[1]) == [5.0, 1.0]
 
 
 def test_numbers_in_report_tables_read_without_scientific_notation():

@@ -109,30 +109,43 @@ def figure(batches: pd.DataFrame, latency: pd.DataFrame):
     from storebench.report import plots
 
     t1 = table1(batches)
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
-    colors = plots.palette(sorted(t1.system.unique()))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
+    systems = sorted(t1.system.unique())
+    colors = plots.palette(systems)
     for ax, encoding in zip(axes[:2], ("jpeg", "raw")):
         part = t1[t1.encoding == encoding]
         for system, g in part.groupby("system"):
-            ax.errorbar(g.batch_size, g.images_per_s, yerr=g.images_per_s_ci.fillna(0), marker=plots.marker(system), capsize=3,
-                        label=system, color=colors[system])
+            g = g.sort_values("batch_size")
+            ax.errorbar(g.batch_size, g.images_per_s, yerr=plots.errorbars(g.images_per_s, g.images_per_s_ci),
+                        marker=plots.marker(system), capsize=3, label=system, color=colors[system])
+            plots._cut_marks(ax, g.batch_size, g.images_per_s, g.images_per_s_ci, colors[system])
         seed = paper004.TABLE1[paper004.TABLE1.image_kb == (20 if encoding == "jpeg" else 150)]
-        ax.plot(seed.batch_size, seed.images_per_s, **plots.REFERENCE_STYLE, label="paper: Cassandra, 10 GbE")
-        plots.log2_x(ax, sorted(set(part.batch_size) | set(seed.batch_size)))
-        ax.set_yscale("log")
-        ax.set(title=f"short-circuited loader, {encoding}", xlabel="batch size", ylabel="images / s")
-        ax.legend(fontsize=7)
+        ax.plot(seed.batch_size, seed.images_per_s, **plots.REFERENCE_STYLE)
+        ax.set_yscale("log")  # after the error bars (see plots.lines_with_ci)
+        plots.ticks_at(ax, sorted(set(part.batch_size) | set(seed.batch_size)), log=True)
+        ax.set(title=f"short-circuited loader, {encoding} images", xlabel="batch size (images)",
+               ylabel="images / s (log)")
+    paper = [plots.reference_handle("paper: Cassandra, 10 GbE (Fig 2 / Table 1)")]
     if len(latency):
         pct = ["p50", "p75", "p95", "p98", "p99"]
         for (encoding, loaders), g in latency.groupby(["encoding", "loaders"]):
-            axes[2].plot(pct, g[pct].iloc[0].to_numpy(), marker="o", label=f"{encoding}, {loaders} loader(s)")
-        for r in paper004.TABLE2.itertuples():
-            axes[2].plot(pct, [getattr(r, p) for p in pct], **plots.REFERENCE_STYLE)
+            axes[2].plot(pct, g[pct].iloc[0].to_numpy(), marker="o", label=f"ours: {encoding}, {loaders} loader(s)")
+        for i, r in enumerate(paper004.TABLE2.itertuples()):
+            m = plots.REFERENCE_MARKERS[i % len(plots.REFERENCE_MARKERS)]
+            axes[2].plot(pct, [getattr(r, p) for p in pct], **{**plots.REFERENCE_STYLE, "marker": m},
+                         label=f"paper: {r.encoding}, {r.loaders} loader(s) (Table 2)")
         axes[2].set_yscale("log")
-        axes[2].set(title="Cassandra read latency (nodetool); dashed: paper", ylabel="microseconds")
-        axes[2].legend(fontsize=7)
-    plots.footnote(fig, f"Ours: this VM, server and loader sharing its cores. Seed: {paper004.MACHINE}.")
+        axes[2].set(title="Cassandra read latency per percentile (nodetool)", xlabel="percentile",
+                    ylabel="microseconds (log)")
+        axes[2].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    else:
+        axes[2].axis("off")
+    plots.question(fig, "How many images per second does a loader get from Cassandra and the other stores, "
+                        "and how slow are Cassandra's reads?")
+    plots.system_legend(fig, systems, extra=paper)
     fig.tight_layout()
+    plots.footnote(fig, f"Ours: this VM, server and loader sharing its cores; mean of the repeats, error bars "
+                        f"95% CI. Seed: {paper004.MACHINE}.")
     return fig
 
 

@@ -123,30 +123,44 @@ def figure(result: Recorded, config):
 
     from storebench.report import plots
 
-    fig, axes = plt.subplots(1, 2, figsize=(15, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5))
     if not result.timeline.empty:
-        axes[0].plot(result.timeline.t_s, result.timeline.images, drawstyle="steps-post", label="images / s")
-        for event in result.events.itertuples():
+        axes[0].plot(result.timeline.t_s, result.timeline.images, drawstyle="steps-post", color=plots.palette(["x"])["x"],
+                     label="images / s")
+        top = max(result.timeline.images) * 1.02
+        axes[0].set_ylim(0, top * 1.25)
+        for i, event in enumerate(result.events.itertuples()):  # labels on two staggered rows, above the data
             axes[0].axvline(event.t_s, color="0.4", linestyle=":", linewidth=1)
-            axes[0].text(event.t_s, axes[0].get_ylim()[1] * 0.95, event.event, rotation=90, fontsize=7, va="top")
-        for failure in result.failures:
-            axes[0].axvline(failure["t_s"], color="red", linewidth=1)
+            axes[0].annotate(event.event, (event.t_s, top * (1.04 if i % 2 == 0 else 1.14)), fontsize=7,
+                             ha="center", va="bottom", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+        for i, failure in enumerate(result.failures):
+            axes[0].axvline(failure["t_s"], color=plots.OKABE_ITO["vermilion"], linewidth=1.2,
+                            label="a read failed" if i == 0 else None)
+        if result.failures:
+            axes[0].legend(fontsize=8, loc="lower right")
         axes[0].set(title=f"reads while a node joins and leaves (RF {config['replication_factor']})",
-                    xlabel="seconds", ylabel="images / s (all loaders)")
+                    xlabel="seconds since start", ylabel="images / s (all loaders)")
     else:
         axes[0].text(0.5, 0.5, "ring not run at this scale", ha="center", transform=axes[0].transAxes)
+        axes[0].axis("off")
     if not result.ranks.empty:
+        colours = plots.palette(["train", "val"])
         for phase, g in result.ranks.groupby("phase"):
-            axes[1].plot(g.ranks, g.images_per_s, marker="o", label=f"ours, {phase}")
+            g = g.sort_values("ranks")
+            axes[1].plot(g.ranks, g.images_per_s, marker="o", color=colours.get(phase), label=f"ours, {phase}")
         seed = (paper004.TABLE3 if config["encoding"] == "jpeg" else paper004.TABLE4).assign(
             ranks=lambda f: f.nodes * f.ranks_per_node).groupby("ranks").first().reset_index()
         seed = seed[seed.ranks <= max(4, result.ranks.ranks.max())]
-        axes[1].plot(seed.ranks, seed.train_images_per_s, **plots.REFERENCE_STYLE, label="paper: train")
-        axes[1].plot(seed.ranks, seed.val_images_per_s, **{**plots.REFERENCE_STYLE, "marker": "+"}, label="paper: validation")
+        axes[1].plot(seed.ranks, seed.train_images_per_s, **plots.REFERENCE_STYLE, label="paper: train (Tables 3/4)")
+        axes[1].plot(seed.ranks, seed.val_images_per_s, **{**plots.REFERENCE_STYLE, "marker": "+"},
+                     label="paper: validation (Tables 3/4)")
+        plots.ticks_at(axes[1], sorted(set(result.ranks.ranks) | set(seed.ranks)), log=False)
         axes[1].set(title="data-parallel ranks (torchrun, gloo)", xlabel="ranks", ylabel="images / s")
-        axes[1].legend(fontsize=8)
-    plots.footnote(fig, f"Ours: one 2-core VM (both nodes, loaders and ranks share it). Seed: {paper004.MACHINE}.")
+        axes[1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    plots.question(fig, "Do reads keep flowing while a Cassandra node joins and leaves, and does throughput "
+                        "grow with ranks?")
     fig.tight_layout()
+    plots.footnote(fig, f"Ours: one 2-core VM (both nodes, loaders and ranks share it). Seed: {paper004.MACHINE}.")
     return fig
 
 

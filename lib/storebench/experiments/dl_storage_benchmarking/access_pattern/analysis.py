@@ -52,7 +52,8 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure(summary: pd.DataFrame, reference: pd.DataFrame):
-    """(top) random-k download time per location; (bottom) speed-up vs k=1, ours vs the paper's."""
+    """(top) random-k download time per location; (bottom) speed-up vs k=1, ours vs the paper's, and
+    sequential one-by-one vs the full set in one request. One legend (systems, the paper) beside it."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
@@ -62,47 +63,53 @@ def figure(summary: pd.DataFrame, reference: pd.DataFrame):
     colors = plots.palette(systems)
     rand = summary[summary.access == "random"]
     ks = sorted(rand.samples_per_request.unique())
-    fig, axes = plt.subplots(2, len(locations), figsize=(4.6 * len(locations), 8.5), squeeze=False)
+    fig, axes = plt.subplots(2, max(len(locations), 2), figsize=(5.2 * max(len(locations), 2), 9.5), squeeze=False)
     for ax, location in zip(axes[0], locations):
         plots.lines_with_ci(ax, rand[rand.location == location], "samples_per_request", "system", colors=colors)
-        plots.log2_x(ax, ks)
-        ax.set_yscale("log")
-        ax.set(title=f"random access, {location}", xlabel="samples per request (k)", ylabel="download time (s)")
-    axes[0][0].legend(fontsize=8)
+        plots.ticks_at(ax, ks, log=True)
+        ax.set(title=f"random access, data {location}: time of one pass", xlabel="samples per request (k)",
+               ylabel="download time (s, log)")
+    for extra in axes[0][len(locations):]:
+        extra.axis("off")
     main_location = "disk-warm" if "disk-warm" in locations else locations[0]
     ours = rand[rand.location == main_location].copy()
     first = ours[ours.samples_per_request == 1].set_index("system")["mean"]
     ours["speedup"] = ours.system.map(first) / ours["mean"]
     ax = axes[1][0]
     for system, group in ours.groupby("system", sort=False):
-        ax.plot(group.samples_per_request, group.speedup, marker=plots.marker(system), color=colors[system], label=system)
-    plots.reference_lines(ax, reference, "samples_per_request", "speedup_vs_k1", "system",
-                          label="paper: {} (their hardware)")
-    plots.log2_x(ax, ks)
+        group = group.sort_values("samples_per_request")
+        ax.plot(group.samples_per_request, group.speedup, marker=plots.marker(system), color=colors[system])
+    paper = plots.reference_lines(ax, reference, "samples_per_request", "speedup_vs_k1", "system",
+                                  label="paper: {} (Table 5, their hardware)")
     ax.set_yscale("log")
-    ax.set(title=f"speed-up over random k=1 ({main_location})", xlabel="samples per request (k)",
-           ylabel="speed-up (x)")
-    ax.legend(fontsize=7)
+    plots.ticks_at(ax, sorted(set(ks) | set(reference.samples_per_request)), log=True)
+    ax.axhline(1, color="0.6", linewidth=0.8)
+    ax.set(title=f"speed-up over random k=1 (data {main_location})", xlabel="samples per request (k)",
+           ylabel="speed-up (x, log)")
     seq = summary[(summary.access != "random") & (summary.location == main_location)].copy()
-    seq["workload"] = seq.access.map({"sequential": "sequential, 1/request", "full": "full set, 1 request"})
-    ax = axes[1][1] if len(locations) > 1 else None
-    if ax is not None:
-        import seaborn as sns
-
-        sns.barplot(data=seq, x="system", y="mean", hue="workload", ax=ax)
-        ax.set(title=f"sequential vs full set ({main_location})", ylabel="download time (s)", xlabel="")
-        ax.tick_params(axis="x", rotation=30)
-        ax.set_yscale("log")
+    seq["workload"] = seq.access.map({"sequential": "sequential, 1 sample/request", "full": "full set, 1 request"})
+    ax = axes[1][1]
+    if len(seq):
+        plots.grouped_bars(ax, seq, "system", "workload", log=True, legend=False)
+        plots.rotate_labels(ax)
+        ax.legend(ncol=2, loc="lower center", bbox_to_anchor=(0.5, 1.0), fontsize=8, frameon=False)
+        ax.set_title(f"sequential one by one vs the full set (data {main_location})", pad=24)
+        ax.set(ylabel="download time (s, log)", xlabel="")
+    else:
+        ax.axis("off")
     for extra in axes[1][2:]:
         extra.axis("off")
+    plots.question(fig, "Do bigger random requests pay off as in the paper, and does the full set in one "
+                        "request beat reading one by one?")
+    plots.system_legend(fig, systems, extra=paper)
     versions = "; ".join(f"{s}: {' / '.join(dict.fromkeys(g))}"
                          for s, g in summary.groupby("system", sort=False).system_version)
+    fig.tight_layout()
     plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI. Versions: {versions}. "
                         f"Dashed grey: seed 003 Table 5 ({SEED_003_MACHINE})."
                         + (" FerretDB's $in is a table scan: the paper's MongoDB curve is compared with "
                            "mongodb-api-concurrent (single finds), itself no index read on FerretDB."
                            if "mongodb-api" in systems else ""))
-    fig.tight_layout()
     return fig
 
 

@@ -69,7 +69,7 @@ def profile_measurements(rows: pd.DataFrame) -> pd.DataFrame:
 
 def paper_reference() -> pd.DataFrame:
     ref = FIG3_CASSANDRA
-    return pd.DataFrame([{"system": "cassandra (paper, HDD, 1 GbE)", "local_read_share": ref["local_read_share"],
+    return pd.DataFrame([{"system": "paper: cassandra (HDD, 1 GbE)", "local_read_share": ref["local_read_share"],
                           "processing_share": ref["processing_share"], "network_share": ref["network_share"],
                           "download_s": ref["download_disk_s"]}])
 
@@ -81,11 +81,12 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
 
     servers = summary[summary.network != LOCAL_NETWORK]
     fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [3, 2]})
-    plots.grouped_bars(left, servers, "system", "network", hue_order=list(dict.fromkeys(servers.network)))
-    left.set_yscale("log")
-    left.set(title="Sequential read, 1 sample per request: where the client sits", ylabel="download time (s)",
+    plots.grouped_bars(left, servers, "system", "network", hue_order=list(dict.fromkeys(servers.network)),
+                       log=True, legend=False)
+    left.legend(title="client's network hop", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+                fontsize=8, frameon=False)
+    left.set(title="sequential read, 1 sample per request, per client hop", ylabel="download time (s, log)",
              xlabel="")
-    left.tick_params(axis="x", rotation=30)
     shaped = parts[parts.network == compared_hop(parts)] if len(parts) else parts
     shares = pd.concat([shaped, paper_reference()], ignore_index=True)
     labels = [f"{s} ({loc})" if isinstance(loc, str) else s for s, loc in zip(shares.system, shares.get("location"))]
@@ -93,16 +94,18 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
     for column, name in (("local_read_share", "local read (localfs)"), ("processing_share", "server processing"),
                          ("network_share", "network")):
         values = shares[column].fillna(0).clip(lower=0).to_numpy() * 100
-        right.barh(labels, values, left=bottom, label=name)
+        right.barh(labels, values, left=bottom, label=name, color=plots.palette(["local", "server", "network"])[
+            {"local_read_share": "local", "processing_share": "server", "network_share": "network"}[column]])
         bottom += values
-    right.set(title=f"Shares of download time ({shaped.network.iloc[0] if len(shaped) else 'no hop'})",
+    right.set(title=f"shares of download time ({shaped.network.iloc[0] if len(shaped) else 'no hop'})",
               xlabel="% of download time")
-    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3)
+    right.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
+    plots.question(fig, "Where does a sequential reader's time go: local read, server processing or the network?")
+    fig.tight_layout()
     plots.footnote(fig, "Mean of the repeats, error bars 95% CI. Network = hop - same namespace (a negative "
                         "difference, i.e. inside the noise, is drawn as 0). Paper bar: seed 003 Sec 5.1/Fig 3, "
                         f"{SEED_003_MACHINE}; its network share includes real LAN latency, which this kernel "
                         "(no sch_netem) cannot add.")
-    fig.tight_layout()
     return fig
 
 

@@ -40,22 +40,25 @@ def figure(summary: pd.DataFrame, usage: pd.DataFrame):
 
     from storebench.report import plots
 
-    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5))
     order = ["raw", "pickle", "blob"]
     mib = usage.assign(mean=usage.usage_bytes / 2**20, ci95=0.0)
-    plots.grouped_bars(axes[0], mib, "system", "format", hue_order=order)
-    axes[0].set(title="space the system reports (MiB)", ylabel="MiB", xlabel="")
+    plots.grouped_bars(axes[0], mib, "system", "format", hue_order=order, legend=False)
+    axes[0].set(title="space the system reports", ylabel="MiB", xlabel="")
     seq = summary[summary.access == "sequential"]
-    plots.grouped_bars(axes[1], seq, "system", "format", hue_order=order)
-    axes[1].set(title="download time, sequential 1/request (s)", ylabel="s", xlabel="", yscale="log")
+    plots.grouped_bars(axes[1], seq, "system", "format", hue_order=order, log=True, legend=False)
+    axes[1].set(title="download time, sequential 1 sample/request", ylabel="seconds (log)", xlabel="")
     dec = seq.assign(mean=seq.decode_mean, ci95=seq.decode_ci95)
-    plots.grouped_bars(axes[2], dec, "system", "format", hue_order=order)
-    axes[2].set(title="client decode time, measured apart (s)", ylabel="s", xlabel="", yscale="log")
+    plots.grouped_bars(axes[2], dec, "system", "format", hue_order=order, log=True, legend=False)
+    axes[2].set(title="client decode time, measured apart", ylabel="seconds (log)", xlabel="")
     for ax in axes:
-        ax.tick_params(axis="x", rotation=35)
+        plots.rotate_labels(ax, 35)
+    handles, labels = axes[1].get_legend_handles_labels()
+    plots.legend_outside(fig, handles, labels, title="stored format")
+    plots.question(fig, "Does the stored format (raw, pickle, blob) change the space, download and decode time?")
+    fig.tight_layout()
     hows = "; ".join(f"{s}: {h}" for s, h in usage.groupby("system", sort=False).usage_how.first().items())
     plots.footnote(fig, f"Space: {hows}. Error bars 95% CI over repeats. Paper: Cassandra on {SEED_003_MACHINE}.")
-    fig.tight_layout()
     return fig
 
 

@@ -26,19 +26,25 @@ def figure(summary: pd.DataFrame):
 
     panels = list(summary.groupby(["dataset", "access"], sort=False))
     systems = list(dict.fromkeys(summary.system))
-    fig, axes = plt.subplots(len(panels), len(systems), figsize=(3.3 * len(systems), 3.2 * len(panels)),
-                             squeeze=False, sharey="row")
-    for row, ((dataset, access), part) in zip(axes, panels):
-        for ax, system in zip(row, systems):
+    cols = min(len(systems), 4)
+    per_panel = -(-len(systems) // cols)  # facet rows per (dataset, access)
+    fig, axes = plt.subplots(len(panels) * per_panel, cols, figsize=(3.6 * cols, 3.3 * len(panels) * per_panel),
+                             squeeze=False, sharey=True)
+    for p, ((dataset, access), part) in enumerate(panels):
+        grid = axes[p * per_panel:(p + 1) * per_panel].ravel()
+        for ax, system in zip(grid, systems):
             plots.lines_with_ci(ax, part[part.system == system], "samples_per_object", "samples_per_request",
                                 label_fmt="{}/request")
-            plots.log2_x(ax, sorted(part.samples_per_object.unique()))
-            ax.set_yscale("log")
-            ax.set(title=f"{system}\n{dataset}, {access}", xlabel="samples per object", ylabel="download time (s)")
-    axes[0][0].legend(fontsize=7)
+            plots.ticks_at(ax, sorted(part.samples_per_object.unique()), log=True)
+            ax.set(title=f"{system} ({dataset}, {access})", xlabel="samples per object", ylabel="download time (s, log)")
+        for extra in grid[len(systems):]:
+            extra.axis("off")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    plots.legend_outside(fig, handles, labels, title="samples per request")
+    plots.question(fig, "Do bigger objects (more samples per object) make reading faster, per request size?")
+    fig.tight_layout()
     plots.footnote(fig, "Mean of the repeats, error bars 95% CI. random: per-sample shuffle (coarse objects are "
                         "fetched whole for a few samples); random-objects: objects shuffled, samples kept together.")
-    fig.tight_layout()
     return fig
 
 

@@ -70,14 +70,18 @@ def figure(summary: pd.DataFrame):
     names = list(dict.fromkeys(seq.dataset))
     fig, axes = plt.subplots(len(names), 1, figsize=(12, 4.2 * len(names)), squeeze=False)
     for ax, name in zip(axes[:, 0], names):
-        plots.grouped_bars(ax, seq[seq.dataset == name], "system", "location", hue_order=ORDER)
-        ax.set_yscale("log")
-        ax.set(title=f"{name}: sequential read, 1 sample per request", ylabel="download time (s)", xlabel="")
-        ax.tick_params(axis="x", rotation=30)
+        plots.grouped_bars(ax, seq[seq.dataset == name], "system", "location", hue_order=ORDER, log=True,
+                           legend=False)
+        ax.set(title=f"{name}: sequential read, 1 sample per request", ylabel="download time (s, log)", xlabel="")
+        plots.rotate_labels(ax, 30)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    plots.legend_outside(fig, handles, labels, title="where the data sits")
+    plots.question(fig, "Does it matter where the data sits (memory, warm or cold disk), per system?")
+    fig.tight_layout()
     versions = "; ".join(f"{s}: {' / '.join(dict.fromkeys(g))}" for s, g in seq.groupby("system", sort=False).system_version)
     plots.footnote(fig, f"Mean of the repeats, error bars 95% CI. Versions: {versions}. Paper values "
-                        f"(Tables 4, 6; {SEED_003_MACHINE}) are in the tables, not on this axis: their scale differs.")
-    fig.tight_layout()
+                        f"(Tables 4, 6; {SEED_003_MACHINE}) are in the tables, not on this axis: their scale differs. "
+                        "A missing bar: that location was not measured for that system (see the skipped table).")
     return fig
 
 

@@ -79,7 +79,6 @@ def figure(summary: pd.DataFrame):
     """Fig 8 layout: epoch time vs batch size per system (one line per workers; solid per-sample,
     dashed batched), then remote/local ratio and utilisation."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
 
     from storebench.report import plots
 
@@ -87,7 +86,7 @@ def figure(summary: pd.DataFrame):
     served = summary.drop_duplicates("system").set_index("system").has_server
     systems = sorted(dict.fromkeys(summary.system), key=lambda s: bool(served[s]))  # local first, as in Fig 8
     workers = sorted(summary.workers.unique())
-    colors = dict(zip(workers, sns.color_palette("colorblind", len(workers))))
+    colors = plots.palette(workers)
     styles = {"per-sample": "-", "batched": "--"}
     batch = sorted(summary.batch_size.unique())
     columns = min(max(len(systems), 2), 3)
@@ -100,16 +99,16 @@ def figure(summary: pd.DataFrame):
         group = real[real.system == system]
         for (loader, w), g in group.groupby(["loader", "workers"], sort=False):
             g = g.sort_values("batch_size")
-            ax.errorbar(g.batch_size, g.epoch_mean, yerr=g.epoch_ci95.fillna(0), capsize=3, marker="o",
-                        linestyle=styles.get(loader, ":"), color=colors[w], label=f"{w} workers, {loader}")
-        plots.log2_x(ax, batch)
-        ax.set_yscale("log")
+            ax.errorbar(g.batch_size, g.epoch_mean, yerr=plots.errorbars(g.epoch_mean, g.epoch_ci95), capsize=3,
+                        marker=plots.marker(system), linestyle=styles.get(loader, ":"), color=colors[w],
+                        label=f"{w} workers, {loader}")
+            plots._cut_marks(ax, g.batch_size, g.epoch_mean, g.epoch_ci95, colors[w])
+        ax.set_yscale("log")  # after the error bars (see plots.lines_with_ci)
+        plots.ticks_at(ax, sorted(group.batch_size.unique()) or batch, log=True)
         if shared_y:
-            ax.set_ylim(*shared_y)
+            ax.set_ylim(min(shared_y[0], ax.get_ylim()[0]), shared_y[1])
         where = group.location.iloc[0] if len(group) else ""
-        ax.set(title=f"{system} ({where}): end-to-end epoch, LeNet-5", xlabel="batch size (samples)",
-               ylabel="epoch time (s)")
-        ax.legend(fontsize=7)
+        ax.set(title=f"{system} (data {where})", xlabel="batch size (samples)", ylabel="epoch time (s, log)")
     for extra in system_axes[len(systems):]:
         extra.axis("off")
     ratio_ = ratios(real)
@@ -123,10 +122,10 @@ def figure(summary: pd.DataFrame):
         ax.fill_between([min(big), max(big)], lo, hi, color="0.85", zorder=0,
                         label=f"paper: {lo}-{hi}x as batches grow (their LAN)")
         ax.axhline(1, color="0.5", linewidth=0.8)
-        plots.log2_x(ax, batch)
+        plots.ticks_at(ax, sorted(set(ratio_.batch_size.dropna())), log=True)
         ax.set(title="remote (redis) / local (localfs) epoch time", xlabel="batch size (samples)",
                ylabel="time ratio (x)")
-        ax.legend(fontsize=7, loc="upper left")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     else:
         ax.axis("off")
     ax = axes[rows][1]
@@ -134,22 +133,34 @@ def figure(summary: pd.DataFrame):
     util["setting"] = [f"{s}, {lo}" + (f", {c * 1e3:g} ms/batch emulated" if c else "")
                        for s, lo, c in zip(util.system, util.loader, util.emulated_compute_s)]
     top = util[util.workers == max(workers)]
-    for setting, g in top.groupby("setting", sort=False):
+    for (setting, system, loader, emulated), g in top.groupby(["setting", "system", "loader", "emulated_compute_s"],
+                                                              sort=False):
         g = g.sort_values("batch_size")
-        ax.errorbar(g.batch_size, g.utilisation_mean, yerr=g.utilisation_ci95.fillna(0), capsize=3, marker="o",
-                    label=setting)
-    plots.log2_x(ax, batch)
+        st = plots.system_style(system)
+        ax.errorbar(g.batch_size, g.utilisation_mean, yerr=g.utilisation_ci95.fillna(0), capsize=3,
+                    marker=st["marker"], color=st["color"], linestyle=styles.get(loader, ":"),
+                    markerfacecolor="white" if emulated else st["color"], label=setting)
+    plots.ticks_at(ax, sorted(top.batch_size.unique()) or batch, log=True)
     ax.set_ylim(0, 1.05)
     ax.set(title=f"utilisation (compute / time, step 0 excluded), {max(workers)} workers",
-           xlabel="batch size (samples)", ylabel="utilisation")
-    ax.legend(fontsize=7)
+           xlabel="batch size (samples)", ylabel="utilisation (1 = never waits for data)")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     for extra in axes[rows][2:]:
         extra.axis("off")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=colors[w], marker="o") for w in workers] + \
+        [Line2D([], [], color="0.3", linestyle=styles[k]) for k in styles]
+    plots.legend_outside(fig, handles, [f"{w} DataLoader workers" for w in workers]
+                         + ["per-sample __getitem__", "batched __getitems__"])
+    plots.question(fig, "How long is an end-to-end training epoch (LeNet-5) from each store, and does remote "
+                        "storage slow it down as in the paper?")
+    fig.tight_layout()
     versions = "; ".join(f"{s}: {v}" for s, v in summary.groupby("system", sort=False).system_version.first().items())
     plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI; solid = per-sample __getitem__ (one get per "
                         f"sample, the paper's RedisMnist), dashed = batched __getitems__ (one multi-read per batch). "
-                        f"Versions: {versions}. Shaded: seed 003 Sec 5.5 text ({SEED_003_MACHINE}).")
-    fig.tight_layout()
+                        f"Versions: {versions}. Shaded: seed 003 Sec 5.5 text ({SEED_003_MACHINE}). Utilisation: open "
+                        f"markers = with emulated compute per batch.")
     return fig
 
 

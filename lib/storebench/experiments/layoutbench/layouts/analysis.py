@@ -264,9 +264,10 @@ def _latency_share(table: pd.DataFrame, profile: str, config: dict) -> str:
             "of T")
 
 
-def figure(table: pd.DataFrame, config: dict):
+def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None):
     """Top: median T per query and layout, one panel per bandwidth tier. Bottom: bytes received
-    over the minimum (base tier) and the share of queries finished per memory tier."""
+    over the minimum (base tier) and the share of queries finished per memory tier, each cell with the
+    memory limit the client actually ran under (``limits``: layout, memory_tier, limit_mib)."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
@@ -278,18 +279,18 @@ def figure(table: pd.DataFrame, config: dict):
     for ax, profile in zip(axes[0], profiles):
         part = unlimited[unlimited.net_profile == profile].assign(ci=lambda f: f.t_ci95_s.fillna(0))
         part = part.set_index("query").loc[[q for q in queries if q in set(part["query"])]].reset_index()
-        plots.grouped_bars(ax, part, "query", "layout", y="t_median_s", err="ci", hue_order=config["layouts"])
-        ax.set_yscale("log")
+        plots.grouped_bars(ax, part, "query", "layout", y="t_median_s", err="ci", hue_order=config["layouts"],
+                           log=True, legend=False)
         rate = part.net_rate.iloc[0] if "net_rate" in part and len(part) else "?"
-        ax.set(title=f"T per query, {profile} ({rate})", ylabel="seconds (median)")
+        ax.set(title=f"time per query, {profile} ({rate})", ylabel="seconds (median, log)")
     base = unlimited[unlimited.net_profile == profiles[0]] if profiles else unlimited
     base = base[base.needed_bytes > 0].assign(zero=0.0)
     if not base.empty:
         plots.grouped_bars(axes[1][0], base, "query", "layout", y="over_minimum", err="zero",
-                           hue_order=config["layouts"])
-        axes[1][0].set_yscale("log")
+                           hue_order=config["layouts"], log=True, legend=False)
         axes[1][0].axhline(1, color="0.4", linestyle=":", linewidth=1)
-        axes[1][0].set(title=f"bytes received / minimum needed, {profiles[0] if profiles else ''}", ylabel="ratio")
+        axes[1][0].set(title=f"bytes received / minimum needed, {profiles[0] if profiles else ''}",
+                       ylabel="ratio (log; 1 = only what is needed)")
     memory = table[table.memory_tier != UNLIMITED]
     if not memory.empty:
         order = [f"{g} GiB" for g in config["memory_tiers_gib"]]
@@ -298,14 +299,31 @@ def figure(table: pd.DataFrame, config: dict):
         share = share[[o for o in order if o in share.columns]]
         import seaborn as sns
 
-        sns.heatmap(share, annot=True, fmt=".0%", vmin=0, vmax=1, cmap="RdYlGn", ax=axes[1][1], cbar=False)
-        axes[1][1].set(title="queries finished per memory tier (scaled)", xlabel="seed's instance memory", ylabel="")
+        text = share.map(lambda v: f"{v:.0%}")
+        if limits is not None and len(limits):
+            limit = limits.pivot_table(index="layout", columns="memory_tier", values="limit_mib", aggfunc="max")
+            text = pd.DataFrame({c: [f"{share.loc[r, c]:.0%}\nlimit {limit.loc[r, c]:.1f} MiB"
+                                     if r in limit.index and c in limit.columns and pd.notna(limit.loc[r, c])
+                                     else f"{share.loc[r, c]:.0%}" for r in share.index] for c in share.columns},
+                                index=share.index)
+        sns.heatmap(share, annot=text, fmt="", vmin=0, vmax=1, cmap="cividis", ax=axes[1][1], cbar=True,
+                    cbar_kws={"label": "share of queries finished", "format": "{x:.0%}"}, annot_kws={"fontsize": 8})
+        allowance = (limits.groupby("memory_tier").allowance_mib.max() if limits is not None and len(limits)
+                     else pd.Series(dtype=float))
+        axes[1][1].set_xticklabels([f"{c}\n{allowance[c]:.1f} MiB" if c in allowance.index else c
+                                    for c in share.columns], rotation=0, fontsize=8)
+        axes[1][1].set(title="queries finished under a memory limit (seed's tier, scaled)",
+                       xlabel="seed's instance memory / our data allowance, scaled", ylabel="")
     for ax in axes[1][2:]:
         ax.axis("off")
-    plots.footnote(fig, "Ours: real ImageNet JPEGs replicated to the tier, MinIO in a network namespace; T: first call "
-                        "to last image verified, cold client; bytes counted at the client (headers included). "
-                        "Memory tiers: the seed's GiB scaled by data size, above each client's measured footprint.")
+    plots.system_legend(fig, [l for l in config["layouts"] if l in set(table.layout)], bars=True, title="layout")
+    plots.question(fig, "Which layout answers each query fastest, reading the fewest bytes, within the least memory?")
     fig.tight_layout()
+    plots.footnote(fig, "Ours: real ImageNet JPEGs replicated to the tier, MinIO in a network namespace; time: first "
+                        "call to last image verified, cold client, median of the runs, error bars 95% CI of the mean; "
+                        "bytes counted at the client (headers included). Memory tiers: the seed's GiB scaled by data "
+                        "size (the allowance under each tier), plus each client's measured footprint = the cgroup "
+                        "limit printed in each cell.")
     return fig
 
 
@@ -322,8 +340,12 @@ def analyse(tables: ResultTables) -> Findings:
 
 
 def figures(tables: ResultTables) -> dict:
-    config, table = tables.settings, summary(tables[EXPERIMENT])
-    return {"layouts": figure(table[table.server == config["servers"][0]], config)}
+    config, table, rows = tables.settings, summary(tables[EXPERIMENT]), tables[EXPERIMENT]
+    rows = rows[(rows.server == config["servers"][0]) & (rows.memory_tier != UNLIMITED)]
+    limits = (rows.groupby(["layout", "memory_tier"], sort=False)
+              .agg(limit_mib=("memory_limit_bytes", "max"), allowance_mib=("memory_allowance_bytes", "max"))
+              .div(2**20).reset_index()) if {"memory_limit_bytes", "memory_allowance_bytes"} <= set(rows) else None
+    return {"layouts": figure(table[table.server == config["servers"][0]], config, limits)}
 
 
 def _geo(t: pd.DataFrame, terms: dict) -> tuple[float, float]:

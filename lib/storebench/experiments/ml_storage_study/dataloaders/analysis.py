@@ -113,60 +113,112 @@ def workers_effect(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def figure(summary: pd.DataFrame, writes: pd.DataFrame):
-    """Fig 1 (write cost), Fig 11 (best of each store vs ext4), Figs 3/6/9 (rows per key) and the
-    workers sweep, one column per workload."""
+def figure(summary: pd.DataFrame, writes: pd.DataFrame) -> dict:
+    """Four figures, one panel per workload (or per store): Fig 11 (best of each store vs ext4), Fig 1
+    (write cost), Figs 3/6/9 (rows per key) and the workers sweep."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
 
     workloads = list(dict.fromkeys(summary.workload)) or list(dict.fromkeys(writes.workload))
-    fig, axes = plt.subplots(4, len(workloads), figsize=(5.6 * len(workloads), 17), squeeze=False)
     best = best_configs(summary)
     ws = write_summary(writes) if len(writes) else pd.DataFrame()
-    colors = plots.palette(sorted(set(summary.system) | set(writes.system if len(writes) else [])))
-    for col, workload in enumerate(workloads):
-        _bars(axes[0][col], ws[ws.workload == workload] if len(ws) else ws,
-              lambda r: f"{r.system}" + (f" R={r.rows_per_key}" if r.system not in TABLE_SYSTEMS else ""),
-              f"{workload}: conversion into the store (Fig 1)", "write time (s)")
+    versions = "; ".join(f"{s}: {v}" for s, v in summary.groupby("system", sort=False).system_version.first().items())
+    note = (f"Ours: mean of the repeats, error bars 95% CI, every row verified. The seed publishes no numbers for "
+            f"these figures ({paper001.MACHINE}).")
+    figs = {}
+
+    fig, axes = plt.subplots(1, len(workloads), figsize=(5.8 * len(workloads), 5.2), squeeze=False)
+    for ax, workload in zip(axes[0], workloads):
         b = best[best.workload == workload]
-        _bars(axes[1][col], b, lambda r: r.system, f"{workload}: best loader per store (Fig 11)", "epoch time (s)")
+        _bars(ax, b, lambda r: r.system, f"{workload}", "epoch time of the best configuration (s, log)")
         base = b[b.system == BASELINE]
         if len(base):
-            axes[1][col].axhline(base["mean"].iloc[0], color="0.3", linestyle="--", linewidth=1, label="ext4 best")
-            axes[1][col].legend(fontsize=7)
-        ax = axes[2][col]
-        maps = summary[(summary.workload == workload) & (summary.loader == "map") & ~summary.system.isin(list(TABLE_SYSTEMS))]
-        for system, g in maps.groupby("system", sort=False):
-            by_r = g.loc[g.groupby("rows_per_key")["mean"].idxmin()].sort_values("rows_per_key")
-            ax.errorbar(by_r.rows_per_key, by_r["mean"], yerr=by_r.ci95.fillna(0), marker=plots.marker(system), capsize=3,
-                        label=system, color=colors.get(system))
-        ax.set(xscale="log", yscale="log", title=f"{workload}: map-style, rows per key (Figs 3, 6, 9)",
-               xlabel="rows per key R", ylabel="best epoch time (s)")
-        ax.legend(fontsize=7)
-        ax = axes[3][col]
-        for (system, loader), g in summary[summary.workload == workload].groupby(["system", "loader"], sort=False):
-            by_w = g.groupby("workers")["mean"].min()
-            ax.plot(by_w.index, by_w.values, marker="o", linestyle="-" if loader == "map" else "--",
-                    color=colors.get(system), label=f"{system} {loader}")
-        ax.set(yscale="log", title=f"{workload}: workers (solid map, dashed iterable)", xlabel="DataLoader workers W",
-               ylabel="best epoch time (s)")
-        ax.legend(fontsize=6, ncol=2)
-    versions = "; ".join(f"{s}: {v}" for s, v in summary.groupby("system", sort=False).system_version.first().items())
-    plots.footnote(fig, f"Ours: mean of the repeats, error bars 95% CI, every row verified. Versions: {versions}. "
-                        f"The seed publishes no numbers for these figures ({paper001.MACHINE}).")
+            ax.axhline(base["mean"].iloc[0], color="0.3", linestyle="--", linewidth=1, label="ext4 (localfs) best")
+            ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.06), frameon=False)
+    plots.question(fig, "Which store gives the fastest epoch with its best loader, and does any beat ext4? (Fig 11)")
     fig.tight_layout()
-    return fig
+    plots.footnote(fig, f"{note} Versions: {versions}.")
+    figs["best_loader"] = fig
+
+    if len(ws):
+        fig, axes = plt.subplots(len(workloads), 1, figsize=(14, 3.9 * len(workloads)), squeeze=False)
+        for ax, workload in zip(axes[:, 0], workloads):
+            _bars(ax, ws[ws.workload == workload],
+                  lambda r: f"{r.system}" + (f", R={r.rows_per_key}" if r.system not in TABLE_SYSTEMS else ""),
+                  f"{workload}", "write time (s, log)")
+        plots.question(fig, "What does converting the dataset into each store cost? (Fig 1; R: rows per key)")
+        fig.tight_layout()
+        plots.footnote(fig, note)
+        figs["write_cost"] = fig
+
+    maps = summary[(summary.loader == "map") & ~summary.system.isin(list(TABLE_SYSTEMS))]
+    swept = [s for s, g in maps.groupby("system", sort=False) if g.rows_per_key.nunique() > 1]
+    if swept:
+        fig, axes = plt.subplots(1, len(workloads), figsize=(5.2 * len(workloads), 4.6), squeeze=False)
+        for ax, workload in zip(axes[0], workloads):
+            part = maps[(maps.workload == workload) & maps.system.isin(swept)]
+            by_r = part.loc[part.groupby(["system", "rows_per_key"])["mean"].idxmin()]
+            plots.lines_with_ci(ax, by_r, "rows_per_key", "system")
+            plots.ticks_at(ax, sorted(by_r.rows_per_key.unique()), log=True)
+            ax.set(title=workload, xlabel="rows per key R", ylabel="best epoch time (s, log)")
+        plots.system_legend(fig, swept)
+        plots.question(fig, "Does packing more rows per key speed up a map-style loader? (Figs 3, 6, 9)")
+        fig.tight_layout()
+        others = sorted(set(maps.system) - set(swept))
+        plots.footnote(fig, note + (f" Best over batch size and workers per R. Measured at one R only, so not "
+                                    f"drawn here: {', '.join(others)}." if others else ""))
+        figs["rows_per_key"] = fig
+
+    by_workers = [s for s, g in summary.groupby("system", sort=False) if g.workers.nunique() > 1]
+    if by_workers:
+        cols = min(len(by_workers), 3)
+        rows_n = -(-len(by_workers) // cols)
+        fig, axes = plt.subplots(rows_n, cols, figsize=(4.6 * cols, 3.7 * rows_n), squeeze=False, sharey=True)
+        colours = plots.palette(workloads)
+        workers = sorted(summary.workers.unique())
+        for ax, system in zip(axes.ravel(), by_workers):
+            part = summary[summary.system == system]
+            for (workload, loader), g in part.groupby(["workload", "loader"], sort=False):
+                by_w = g.groupby("workers")["mean"].min()
+                ax.plot(by_w.index, by_w.values, marker=plots.marker(system), color=colours[workload],
+                        linestyle="-" if loader == "map" else "--")
+            ax.set_yscale("log")
+            plots.ticks_at(ax, workers, log=False)
+            ax.set(title=system, xlabel="DataLoader workers W", ylabel="best epoch time (s, log)")
+        for extra in axes.ravel()[len(by_workers):]:
+            extra.axis("off")
+        from matplotlib.lines import Line2D
+        handles = [Line2D([], [], color=colours[w]) for w in workloads] + \
+            [Line2D([], [], color="0.3", linestyle=ls) for ls in ("-", "--")]
+        plots.legend_outside(fig, handles, list(workloads) + ["map-style loader", "iterable loader"])
+        plots.question(fig, "Do more DataLoader workers shorten the epoch on this machine?")
+        fig.tight_layout()
+        others = sorted(set(summary.system) - set(by_workers))
+        plots.footnote(fig, note + " Best over rows per key and batch size per point."
+                       + (f" Measured with {workers[0]} workers only, so not drawn: {', '.join(others)}."
+                          if others else ""))
+        figs["workers"] = fig
+    return figs
 
 
 def _bars(ax, frame: pd.DataFrame, label, title: str, ylabel: str) -> None:
+    """One bar per row, in its system's colour and hatch, labels slanted under their bars."""
+    from storebench.report import plots
+
     if frame is None or frame.empty:
         ax.axis("off")
         return
     labels = [label(r) for r in frame.itertuples()]
-    ax.bar(range(len(frame)), frame["mean"], yerr=frame.ci95.fillna(0), capsize=2, color="0.6")
-    ax.set_xticks(range(len(frame)), labels, rotation=60, ha="right", fontsize=7)
+    for i, r in enumerate(frame.itertuples()):
+        ax.bar(i, r.mean, yerr=plots.errorbars([r.mean], [r.ci95], log=True), capsize=2,
+               color=plots.system_style(r.system)["color"], hatch=plots.hatch(r.system), edgecolor="white",
+               error_kw={"elinewidth": 1})
+        plots._cut_marks(ax, [i], [r.mean], [r.ci95], "0.15")
+    ax.set_xticks(range(len(frame)), labels, fontsize=8)
+    plots.rotate_labels(ax, 50)
     ax.set(yscale="log", title=title, ylabel=ylabel)
+    ax.set_xlim(-0.7, len(frame) - 0.3)
 
 
 # ------------------------------------------------------------------------------- findings
@@ -396,4 +448,4 @@ def analyse(tables: ResultTables) -> Findings:
 
 def figures(tables: ResultTables) -> dict:
     rows, writes, _ = frames(tables)
-    return {"loaders": figure(summary(rows), writes)}
+    return figure(summary(rows), writes)

@@ -178,12 +178,15 @@ def figure(summary: pd.DataFrame):
             _bar_panel(ax, in_sweep(summary, sweep), sweep)
         for extra in axes[-1][len(bar_sweeps):]:
             extra.axis("off")
+    plots.system_legend(fig, list(dict.fromkeys(summary.table)))
+    plots.question(fig, "How does an embedding table's read-update-write time grow with dataset, embedding and "
+                        "batch size, per store? (Figs 13-15)")
+    fig.tight_layout()
     versions = "; ".join(f"{t}: {v}" for t, v in summary.groupby("table", sort=False).system_version.first().items())
     plots.footnote(fig, "Ours: total time of the read -> update -> write loop over the whole stream (table creation "
                         f"excluded), mean of {int(summary.repeats.max())} repeats, error bars 95% CI; every final "
                         f"table verified bit for bit. Versions: {versions}. The seed (001 Sec 5.10) gives plots only, "
                         "no numbers to overlay.")
-    fig.tight_layout()
     return fig
 
 
@@ -197,16 +200,9 @@ def _line_panel(ax, frame: pd.DataFrame, sweep: str, stream: str, colors: dict) 
     field = SWEEPS[sweep][0]
     part = frame[frame.stream == stream]
     plots.lines_with_ci(ax, part, field, "table", y="total_mean", err="total_ci95", colors=colors)
-    values = sorted(part[field].unique())
-    if sweep in ("embedding_size", "batch_size"):
-        plots.log2_x(ax, values)
-        ax.set_yscale("log")
-    else:
-        ax.set_xlim(left=0)
-        ax.set_ylim(bottom=0)
+    plots.ticks_at(ax, sorted(part[field].unique()), log=True)  # the sweeps multiply: log x, ticked where measured
     ax.set(title=f"{STREAM_STANDS_FOR.get(stream, stream)} ({stream}): effect of {sweep.replace('_', ' ')}",
-           xlabel=_LABELS[sweep], ylabel="total time (s)")
-    ax.legend(fontsize=7)
+           xlabel=_LABELS[sweep], ylabel="total time (s, log)")
 
 
 def _bar_panel(ax, frame: pd.DataFrame, sweep: str) -> None:
@@ -215,10 +211,10 @@ def _bar_panel(ax, frame: pd.DataFrame, sweep: str) -> None:
     field = SWEEPS[sweep][0]
     bars = frame.assign(setting=[f"{STREAM_STANDS_FOR.get(s, s)}, {v}" for s, v in zip(frame.stream, frame[field])],
                         mean=frame.total_mean, ci95=frame.total_ci95)
-    plots.grouped_bars(ax, bars, "table", "setting")
-    ax.set_yscale("log")
+    plots.grouped_bars(ax, bars, "table", "setting", log=True, legend=False)
+    ax.legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     what = "dense vs sparse updates" if sweep == "update" else "shuffled vs clustered hot keys"
-    ax.set(title=f"future work (Sec 6): {what}", xlabel="", ylabel="total time (s)")
+    ax.set(title=f"future work (Sec 6): {what}", xlabel="", ylabel="total time (s, log)")
 
 
 # ------------------------------------------------------------------------------- findings

@@ -67,18 +67,25 @@ def figure(timeline: pd.DataFrame, n_cores: int):
     colors = plots.palette(sorted(set(total.system)))
     for col, workload in enumerate(workloads):
         for system, g in total[total.workload == workload].groupby("system", sort=False):
-            axes[0][col].plot(g.t_s, g.cpu_percent, label=system, color=colors[system])
-            axes[1][col].plot(g.t_s, g.rss_bytes / 2**20, label=system, color=colors[system])
-        axes[0][col].axhline(100 * n_cores, color="0.5", linestyle=":", linewidth=1, label=f"{n_cores} cores")
+            every = max(len(g) // 8, 1)  # a few markers: the line is told apart by colour and marker
+            axes[0][col].plot(g.t_s, g.cpu_percent, label=system, color=colors[system], linewidth=1.2,
+                              marker=plots.marker(system), markevery=every, markersize=5)
+            axes[1][col].plot(g.t_s, g.rss_bytes / 2**20, label=system, color=colors[system], linewidth=1.2,
+                              marker=plots.marker(system), markevery=every, markersize=5)
+        axes[0][col].axhline(100 * n_cores, color="0.5", linestyle=":", linewidth=1)
+        axes[0][col].set_ylim(top=100 * n_cores * 1.1)
+        axes[0][col].annotate(f"all {n_cores} cores busy", (0.01, 100 * n_cores), xycoords=("axes fraction", "data"),
+                              fontsize=8, color="0.35", va="bottom")
         axes[0][col].set(title=f"{workload}: aggregate CPU (client + workers + server)", xlabel="time in epoch (s)",
                          ylabel="CPU % (100 = one core)")
         axes[1][col].set(title=f"{workload}: resident memory of the tree", xlabel="time in epoch (s)",
                          ylabel="RSS (MiB)")
-        axes[0][col].legend(fontsize=7)
+    plots.system_legend(fig, sorted(set(total.system)))
+    plots.question(fig, "How much CPU and memory does each store's best loader use over an epoch? (Figs 16-21)")
+    fig.tight_layout()
     plots.footnote(fig, "Ours: epochs of each store's best loader configuration, sampled every tick; RSS sums the "
                         "processes (pages forked workers share count once per process: an upper bound). "
                         f"Seed: {paper001.MACHINE}.")
-    fig.tight_layout()
     return fig
 
 
