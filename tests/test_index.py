@@ -7,18 +7,28 @@ from storebench.report import findings, index
 from storebench.report.findings import Findings, Metric
 
 
-def test_a_ratio_carries_its_propagated_ci_and_knows_when_it_is_noise():
+def test_a_ratio_carries_its_own_asymmetric_ci_and_knows_when_it_is_noise():
     clear = findings.ratio("redis", "k=256 vs k=1", 2.0, 0.1, 0.5, 0.05)
     assert clear.value == pytest.approx(4.0)
-    assert clear.ci95 == pytest.approx(4.0 * math.hypot(0.05, 0.1))
+    spread = math.hypot(0.05, 0.1)
+    assert clear.ci_low == pytest.approx(4.0 * math.exp(-spread)) and clear.ci_high == pytest.approx(4.0 * math.exp(spread))
+    assert clear.ci_high - clear.value > clear.value - clear.ci_low > 0  # asymmetric, positive
     assert not clear.within_noise
     assert findings.ratio("x", "c", 1.0, 0.2, 0.95, 0.1).within_noise
-    assert Metric("redis", "network share", 0.5, 0.58, 0.0, "%").within_noise
+    assert Metric("redis", "network share", 0.5, 0.58, 0.0, "%").within_noise  # an old file's half-width
+    old = Metric("redis", "network share", 0.38, 1.39, 0.0, "%")
+    assert 0.0 <= old.ci_low and old.ci_high <= 1.0  # a share stays in [0, 100%]
     assert not Metric("ceph", "network share", 0.10, 0.05, 0.0, "%").within_noise
     assert not Metric("x", "space", 1.2, None, 1.0, "x").within_noise  # no CI: shown as measured
     one_repeat = findings.ratio("x", "c", 2.0, float("nan"), 1.0, 0.1)
-    assert math.isnan(one_repeat.ci95)  # never a CI of zero
-    assert findings.judge("S", "faster", "m", one_repeat.value, one_repeat.ci95, findings.above(1.0)).verdict == "inconclusive"
+    assert one_repeat.ci_low is None and "no CI" in one_repeat.text() and "±" not in one_repeat.text()
+    assert findings.judge_metric("S", "faster", "m", one_repeat, findings.above(1.0)).verdict == "inconclusive"
+
+
+def test_numbers_have_three_significant_digits():
+    assert findings.sig3(1091.44) == "1,090" and findings.sig3(0.002483) == "0.00248"
+    assert findings.sig3(22.41) == "22.4" and findings.sig3(0.38, "%") == "38.0%"
+    assert findings.ratio("a", "c", 22.41, 2.0, 1.0, 0.1).text().startswith("22.4x [")
 
 
 def test_unknown_paper_is_refused():
@@ -75,7 +85,7 @@ def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(t
         (tmp_path / f"{name}.html").write_text("<html></html>")
     page = index.build(tmp_path).read_text()
     assert page.index("Peng Cheng and Haryadi S. Gunawi") < page.index("Britto")  # papers in their order
-    assert 'class="noise"' in page and "50.0% ± 58% (within noise)" in page
-    assert "<td>1.30x ± 0.02</td>" in page
+    assert 'class="noise"' in page and "50.0% [0%, 100%] (within noise)" in page
+    assert "<td>1.30x [1.28x, 1.32x]</td>" in page and "±" not in page
     assert 'href="breakdown.html"' in page and 'href="loaders.html"' in page
     assert "Reports without recorded findings" in page and 'href="orphan.html"' in page

@@ -12,12 +12,13 @@ from pathlib import Path
 from storebench.core.experiment import PAPERS
 from storebench.core.provenance import git_revision
 from storebench.paths import REPORTS_DIR
-from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Recorded, read_all
+from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Recorded, read_all, rules_html
 
 STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-height:1.4}
 li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#eee}
 table{border-collapse:collapse;font-size:90%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
-th{vertical-align:bottom;max-width:14em;font-weight:normal;font-size:90%} td:first-child{text-align:left}
+th{vertical-align:bottom;font-weight:bold;white-space:nowrap} td:first-child{text-align:left}
+ol.columns{font-size:85%;color:#444} td{white-space:nowrap}
 td.noise{color:#888;font-style:italic} nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
 
 
@@ -32,14 +33,18 @@ def verdict_counts(recorded: list[Recorded]) -> str:
 
 
 def overview_table(recorded: list[Recorded]) -> str:
-    """system x figure; a figure whose 95% CI includes "no effect" is greyed and says so."""
+    """system x figure, compact: columns lettered (A, B, ...) with their full description below the
+    table; value [95% CI], 3 significant digits; a figure whose CI includes "no effect" is greyed."""
     metrics: list[Metric] = [m for r in recorded for m in r.metrics]
     if not metrics:
         return ""
     columns = list(dict.fromkeys(m.column for m in metrics))
     systems = list(dict.fromkeys(m.system for m in metrics))
     cell = {(m.system, m.column): m for m in metrics}
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    units = {c: next(m.unit for m in metrics if m.column == c) for c in columns}
+    head = "".join(f"<th title='{html.escape(c)}'>{_letter(i)} ({'%' if units[c] == '%' else 'ratio'})</th>"
+                   for i, c in enumerate(columns))
+    legend = "".join(f"<li>{html.escape(c)}</li>" for c in columns)
     rows = []
     for system in systems:
         cells = []
@@ -53,10 +58,17 @@ def overview_table(recorded: list[Recorded]) -> str:
             else:
                 cells.append(f"<td>{html.escape(m.text())}</td>")
         rows.append(f"<tr><td>{html.escape(system)}</td>{''.join(cells)}</tr>")
-    return (f"<table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows) + "</table>\n"
-            "<p>Mean &plusmn; 95% CI half-width, computed by each experiment from its own result table (one run, "
-            "this machine). <i>Within noise</i>: the 95% CI includes no effect (1.00x for a ratio, 0% for a "
-            "share), so the figure is not a finding. &ndash;: not measured by that experiment.</p>")
+    return (f"<div style='overflow-x:auto'><table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows)
+            + f"</table></div>\n<ol class='columns' type='A'>{legend}</ol>"
+            "<p>Value [95% CI], 3 significant digits, computed by each experiment from its own result table (one "
+            "run, this machine); a ratio's CI comes from the ratio's own distribution (asymmetric), a share's stays "
+            "within [0, 100%]; <i>no CI</i>: one repeat. <i>Within noise</i>: the 95% CI includes no effect (1x for "
+            "a ratio, 0% for a share), so the figure is not a finding. &ndash;: not measured by that "
+            "experiment.</p>")
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"A{i - 25}"
 
 
 def report_items(reports_dir: Path, recorded: list[Recorded], prefix: str = "") -> list[str]:
@@ -89,15 +101,22 @@ def unrecorded(reports_dir: Path, recorded: list[Recorded]) -> list[str]:
 
 
 def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2") -> list[str]:
+    """One section per seed paper (all of them at the top level, even one without recorded findings)."""
     recorded = read_all(reports_dir)
     sections = []
-    for paper in sorted({r.paper for r in recorded}, key=list(PAPERS).index):
+    papers = list(PAPERS) if not prefix else sorted({r.paper for r in recorded}, key=list(PAPERS).index)
+    for paper in papers:
         mine = [r for r in recorded if r.paper == paper]
+        if not mine:
+            sections.append(f'<section id="{paper}"><{heading}>{html.escape(PAPERS[paper])}</{heading}>\n'
+                            "<p>No findings recorded for this paper yet: run its experiments "
+                            "(<code>make reproduce</code>).</p></section>")
+            continue
         table = overview_table(mine) if not prefix else ""
         sections.append(f'<section id="{paper}{prefix.strip("/")}"><{heading}>{html.escape(PAPERS[paper])}'
                         f"</{heading}>\n{verdict_counts(mine)}{table}<ul>\n"
                         + "\n".join(report_items(reports_dir, mine, prefix)) + "\n</ul></section>")
-    missing = unrecorded(reports_dir, recorded)
+    missing = [m for m in unrecorded(reports_dir, recorded) if m != "index"]
     if missing:
         links = ", ".join(f'<a href="{prefix}{m}.html">{html.escape(m)}</a>' for m in missing)
         sections.append(f"<p>Reports without recorded findings (re-run them): {links}</p>")
@@ -152,6 +171,7 @@ provenance.</p>
 {measured}
 <p>Index built from git {html.escape(git_revision())}.</p>
 <nav>{nav}</nav>
+{rules_html()}
 {body}
 {paper_html}
 </body></html>

@@ -9,7 +9,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import summarize
 from storebench.experiments.dl_storage_benchmarking.published import ACCESS_PATTERN_FINDINGS as P, SEED_003_MACHINE, table5
-from storebench.report.findings import Findings, above, judge, not_comparable, ratio
+from storebench.report.findings import Findings, above, judge_metric, not_comparable, product_rows, ratio_rows
 from storebench.report.tables import number
 
 # The seed's Table 5 curve each of our systems is compared with. FerretDB's `$in` reads and
@@ -223,7 +223,7 @@ def overview_metrics(summary: pd.DataFrame) -> tuple:
     for system in dict.fromkeys(s for s, _ in at.index):
         if (system, 1) in at.index and (system, 256) in at.index:
             one, many = at.loc[(system, 1)], at.loc[(system, 256)]
-            metrics.append(ratio(system, column, one["mean"], one.ci95, many["mean"], many.ci95))
+            metrics.append(ratio_rows(system, column, one, many))
     return tuple(metrics)
 
 
@@ -321,18 +321,16 @@ def claims(summary: pd.DataFrame) -> tuple:
         label = f"{system} ({where}; the paper's {theirs})"
         statement = "Random access one sample per request is about 10% slower than sequential."
         if 1 in rand.index and len(seq):
-            m = ratio(system, "random k=1 / sequential 1", rand.loc[1, "mean"], rand.loc[1, "ci95"],
-                      seq["mean"].iloc[0], seq.ci95.iloc[0])
-            made.append(judge("Sec 5.2", statement, f"{label} {m.column}", m.value, m.ci95, above(1.0)))
+            m = ratio_rows(system, "random k=1 / sequential 1", rand.loc[1], seq.iloc[0])
+            made.append(judge_metric("Sec 5.2", statement, f"{label} {m.column}", m, above(1.0)))
         else:
             made.append(not_comparable("Sec 5.2", statement, f"{label} random k=1 / sequential",
                                        f"{system} not measured at {where} at this scale"))
         for k, paper_speedup, rule in ((4, P["speedup_k4"], above(1.5)), (256, P["speedup_k256"], above(5.0))):
             statement = f"Random batches of k={k} are about {paper_speedup:g}x faster than k=1."
             if {1, k} <= set(rand.index):
-                m = ratio(system, f"random k=1 / k={k} time", rand.loc[1, "mean"], rand.loc[1, "ci95"],
-                          rand.loc[k, "mean"], rand.loc[k, "ci95"])
-                made.append(judge("Sec 5.2, Table 5", statement, f"{label} {m.column}", m.value, m.ci95, rule))
+                m = ratio_rows(system, f"random k=1 / k={k} time", rand.loc[1], rand.loc[k])
+                made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, rule))
             else:
                 made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} random k=1 / k={k} time",
                                            f"{system} at k=1 and k={k} not measured at this scale "
@@ -340,12 +338,10 @@ def claims(summary: pd.DataFrame) -> tuple:
         knee = P["flattens_at_k"]
         statement = f"Gains slow down after k={knee}: less is gained from k={knee} to 256 than from 1 to {knee}."
         if {1, knee, 256} <= set(rand.index):
-            t = rand["mean"]
-            low = ratio(system, "", t[1], rand.loc[1, "ci95"], t[knee], rand.loc[knee, "ci95"])
-            high = ratio(system, "", t[knee], rand.loc[knee, "ci95"], t[256], rand.loc[256, "ci95"])
-            m = ratio(system, f"(k=1 / k={knee} speed-up) / (k={knee} / k=256 speed-up)", low.value, low.ci95,
-                      high.value, high.ci95)
-            made.append(judge("Sec 5.2, Table 5", statement, f"{label} {m.column}", m.value, m.ci95, above(1.0)))
+            # (t1 / tk) / (tk / t256) = t1 t256 / tk^2: the shared middle term counted once, squared
+            m = product_rows(system, f"(k=1 / k={knee} speed-up) / (k={knee} / k=256 speed-up)",
+                             (rand.loc[1], rand.loc[knee], rand.loc[256]), (1, -2, 1))
+            made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, above(1.0)))
         else:
             made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} gain before and after k={knee}",
                                        f"{system} at k=1, {knee} and 256 not measured at this scale"))

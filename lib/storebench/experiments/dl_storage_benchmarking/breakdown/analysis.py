@@ -8,9 +8,9 @@ import pandas as pd
 from storebench.experiments.dl_storage_benchmarking.breakdown import IN_NAMESPACE, LOCAL_READ_LOCATION
 from storebench.core.experiment import ResultTables
 from storebench.core.rows import LOCAL_NETWORK, NET_COLUMNS
-from storebench.core.stats import summarize
+from storebench.core.stats import bounded_interval, summarize
 from storebench.experiments.dl_storage_benchmarking.published import FIG3_CASSANDRA, SEED_003_MACHINE
-from storebench.report.findings import Findings, Metric, below, judge, not_comparable, above, within
+from storebench.report.findings import Findings, above, below, judge, not_comparable, share, within
 from storebench.report.tables import number
 
 NETWORK_BAND = (0.05, 0.15)  # "approximately 10%"
@@ -47,10 +47,29 @@ def breakdown(summary: pd.DataFrame) -> pd.DataFrame:
             "local_read_s": read_s, "local_read_ci95": read_ci, "processing_s": same["mean"] - read_s,
             "processing_ci95": float(np.hypot(same.ci95, read_ci)), "network_s": network_s,
             "network_ci95": float(np.hypot(hop.ci95, same.ci95)),
-            "local_read_share": read_s / hop["mean"], "processing_share": (same["mean"] - read_s) / hop["mean"],
-            "network_share": network_s / hop["mean"],
+            **_shares(hop, same, read),
         })
     return pd.DataFrame(out)
+
+
+def _shares(hop, same, read) -> dict:
+    """The three shares of the hop time with their 95% CIs, each within [0, 1] (storebench.core.stats:
+    bootstrap over the repeats with enough of them, else first order from the means' t-intervals)."""
+    hop_v, same_v = _repeats(hop), _repeats(same)
+    read_v = _repeats(read) if read is not None else ()
+    out = {}
+    for name, statistic, samples in (
+            ("network_share", lambda h, s: (h - s) / h, (hop_v, same_v)),
+            ("local_read_share", lambda r, h: r / h, (read_v, hop_v)),
+            ("processing_share", lambda s, r, h: (s - r) / h, (same_v, read_v, hop_v))):
+        value, low, high = bounded_interval(statistic, samples) if all(len(v) for v in samples) else (np.nan,) * 3
+        out.update({name: value, f"{name}_low": low, f"{name}_high": high})
+    return out
+
+
+def _repeats(row) -> tuple:
+    values = row.get("values")
+    return tuple(values) if isinstance(values, (tuple, list)) and len(values) else (float(row["mean"]),)
 
 
 def compared_hop(parts: pd.DataFrame) -> str:
@@ -127,30 +146,30 @@ def claims(parts: pd.DataFrame) -> tuple:
     the paper (a network profile with the LAN's latency, else the shaped veth pair)."""
     ref = "Sec 5.1, Fig 3"
     statements = [
-        ("network_share", "network_ci95", "Network transfer takes approximately 10% of Cassandra's download time "
+        ("network_share", "Network transfer takes approximately 10% of Cassandra's download time "
          "(client on the server node ~10% faster than across the LAN).", within(*NETWORK_BAND)),
-        ("local_read_share", "local_read_ci95", "Reading the data takes only ~5% of the download time (the local "
+        ("local_read_share", "Reading the data takes only ~5% of the download time (the local "
          "file system reads the same files in a few seconds).", below(0.10)),
-        ("processing_share", "processing_ci95", "Cassandra's own data processing takes most of the download time "
+        ("processing_share", "Cassandra's own data processing takes most of the download time "
          "(~85%).", above(0.5)),
     ]
     cass = parts[parts.system.str.startswith("cassandra")] if len(parts) else parts
     if cass.empty:
         return tuple(not_comparable(ref, statement, f"Cassandra {share.replace('_', ' ')}",
                                     "Cassandra was not placed behind a network hop at this scale (see what was "
-                                    "not measured)") for share, _, statement, _ in statements)
+                                    "not measured)") for share, statement, _ in statements)
     hop = compared_hop(parts)
     at = cass[cass.network == hop]
     row = at.iloc[0] if len(at) else cass.iloc[-1]
     made = []
-    for share, ci, statement, rule in statements:
+    for share, statement, rule in statements:
         metric = (f"{row.system} {share.replace('_', ' ')} of download time, sequential 1 per request, "
                   f"{row.location}, {row.network}")
         if pd.isna(row[share]):
             made.append(not_comparable(ref, statement, metric, "the local read was not measured at this location"))
         else:
-            made.append(judge(ref, statement, metric, float(row[share]), float(row[ci] / row.download_s), rule,
-                              unit="%"))
+            made.append(judge(ref, statement, metric, float(row[share]), (row[f"{share}_low"], row[f"{share}_high"]),
+                              rule, unit="%"))
     return tuple(made)
 
 
@@ -216,8 +235,7 @@ def _noise(row) -> str:
 
 def overview_metrics(parts: pd.DataFrame) -> tuple:
     """Per server, the network share of download time across the shaped veth pair and across the hop
-    compared with the paper, for the index; its CI is the network time's (hop - same namespace, both
-    CIs in quadrature) over the hop time."""
+    compared with the paper, for the index; its CI within [0, 100%] (see ``_shares``)."""
     if parts.empty:
         return ()
     shaped = [n for n in dict.fromkeys(parts.network) if n.startswith("veth, tbf")]
@@ -225,6 +243,6 @@ def overview_metrics(parts: pd.DataFrame) -> tuple:
     metrics = []
     for _, row in parts[parts.network.isin(hops)].iterrows():
         column = f"network share of download time, sequential 1 per request, {row.location}, {row.network} (breakdown)"
-        metrics.append(Metric(row.system, column, float(row.network_share), float(row.network_ci95 / row.download_s),
-                              0.0, "%"))
+        metrics.append(share(row.system, column, row.network_share, row.network_share_low,
+                             row.network_share_high))
     return tuple(metrics)

@@ -9,7 +9,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import summarize
 from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE, table4, table6
-from storebench.report.findings import Findings, above, below, judge, not_comparable, ratio
+from storebench.report.findings import Findings, above, below, judge_metric, not_comparable, ratio_of, ratio_rows
 from storebench.report.tables import number
 
 ORDER = ["memory", "disk-warm", "disk-cold-pagecache", "disk-cold"]
@@ -161,7 +161,7 @@ def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
     for system in dict.fromkeys(s for s, _ in seq.index):
         if (system, "disk-cold") in seq.index and (system, "memory") in seq.index:
             cold, memory = seq.loc[(system, "disk-cold")], seq.loc[(system, "memory")]
-            metrics.append(ratio(system, column, cold["mean"], cold.ci95, memory["mean"], memory.ci95))
+            metrics.append(ratio_rows(system, column, cold, memory))
     return tuple(metrics)
 
 
@@ -192,13 +192,13 @@ def _vs_memory(seq: pd.DataFrame, system: str):
     for location in COLD_ORDER:
         if (system, location) in seq.index and (system, "memory") in seq.index:
             cold, memory = seq.loc[(system, location)], seq.loc[(system, "memory")]
-            return ratio(system, f"{location} / memory", cold["mean"], cold.ci95, memory["mean"], memory.ci95)
+            return ratio_rows(system, f"{location} / memory", cold, memory)
     return None
 
 
 def _quotient(a, b, system: str, column: str):
-    """a / b of two Metrics (relative CIs added in quadrature)."""
-    return ratio(system, column, a.value, a.ci95, b.value, b.ci95)
+    """a / b of two ratio Metrics (their CIs combined on the log scale)."""
+    return ratio_of(system, column, a, b)
 
 
 def claims(summary: pd.DataFrame, with_server: set[str] = frozenset(), dataset: str = "mnist") -> tuple:
@@ -210,8 +210,8 @@ def claims(summary: pd.DataFrame, with_server: set[str] = frozenset(), dataset: 
             made.append(not_comparable(where, statement, f"{system} cold disk / memory time",
                                        f"{system} in memory and on a cold disk not measured at this scale"))
         else:
-            made.append(judge(where, statement, f"{system} {gain.column}, sequential 1/request, {dataset}",
-                              gain.value, gain.ci95, above(1.0)))
+            made.append(judge_metric(where, statement, f"{system} {gain.column}, sequential 1/request, {dataset}",
+                              gain, above(1.0)))
     statement = "Object stores (MinIO, Ceph) are more sensitive to location than the key-value databases."
     objects = [m for m in (_vs_memory(seq, s) for s in OBJECT_STORES) if m is not None]
     kvs = [m for m in (_vs_memory(seq, s) for s in KEY_VALUE) if m is not None]
@@ -221,8 +221,8 @@ def claims(summary: pd.DataFrame, with_server: set[str] = frozenset(), dataset: 
     else:
         least, most = min(objects, key=lambda m: m.value), max(kvs, key=lambda m: m.value)
         q = _quotient(least, most, least.system, f"{least.system} {least.column} over {most.system} {most.column}")
-        made.append(judge(where, statement, f"least sensitive object store over most sensitive key-value database: "
-                          f"{q.column}", q.value, q.ci95, above(1.0)))
+        made.append(judge_metric(where, statement, f"least sensitive object store over most sensitive key-value database: "
+                          f"{q.column}", q, above(1.0)))
     statement = "Redis (memory only) is at least 2x faster than the other systems."
     others = [s for s in PAPER_SERVERS if (s, "memory") in seq.index]
     if ("redis", "memory") not in seq.index or not others:
@@ -231,9 +231,9 @@ def claims(summary: pd.DataFrame, with_server: set[str] = frozenset(), dataset: 
     else:
         fastest = min(others, key=lambda s: seq.loc[(s, "memory"), "mean"])
         a, b = seq.loc[(fastest, "memory")], seq.loc[("redis", "memory")]
-        q = ratio("redis", f"{fastest} / redis time, memory", a["mean"], a.ci95, b["mean"], b.ci95)
-        made.append(judge(where, statement, f"fastest other server over Redis: {q.column}, sequential 1/request, "
-                          f"{dataset}", q.value, q.ci95, above(2.0)))
+        q = ratio_rows("redis", f"{fastest} / redis time, memory", a, b)
+        made.append(judge_metric(where, statement, f"fastest other server over Redis: {q.column}, sequential 1/request, "
+                          f"{dataset}", q, above(2.0)))
     made.append(_cifar_claim(summary))
     return tuple(made)
 
@@ -245,8 +245,7 @@ def _cifar_claim(summary: pd.DataFrame):
     if not pairs:
         return not_comparable(where, statement, "CIFAR-10 / MNIST time, same system and location",
                               "CIFAR-10 not measured at this scale (params.yaml location.datasets)")
-    worst = max((ratio(s, f"{s} at {l}", seq.loc[("cifar10", s, l), "mean"], seq.loc[("cifar10", s, l), "ci95"],
-                       seq.loc[("mnist", s, l), "mean"], seq.loc[("mnist", s, l), "ci95"]) for s, l in pairs),
+    worst = max((ratio_rows(s, f"{s} at {l}", seq.loc[("cifar10", s, l)], seq.loc[("mnist", s, l)]) for s, l in pairs),
                 key=lambda m: m.value)
-    return judge(where, statement, f"largest CIFAR-10 / MNIST time ({worst.column}), sequential 1/request",
-                 worst.value, worst.ci95, below(1.3))
+    return judge_metric(where, statement, f"largest CIFAR-10 / MNIST time ({worst.column}), sequential 1/request",
+                 worst, below(1.3))

@@ -7,7 +7,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.dl_storage_benchmarking.published import SEED_003_MACHINE
-from storebench.report.findings import Findings, above, judge, not_comparable, ratio, within
+from storebench.report.findings import Findings, above, judge, judge_metric, not_comparable, ratio, within
 
 CONFIG_KEYS = ["system", "location", "samples_per_object", "loader", "batch_size", "workers", "emulated_compute_s"]
 # Seed 003 Sec 5.5 gives no table for Fig 8; its text gives these (their hardware: Emulab d430,
@@ -208,7 +208,7 @@ def claims(summary: pd.DataFrame) -> tuple:
         made.append(not_comparable(ref, statement, f"{REMOTE} / {LOCAL} epoch time at batch <= 4",
                                    "no batch size <= 4 measured for both systems at this scale"))
     else:
-        made.append(judge(ref, statement, f"{metric.column} {where}", metric.value, metric.ci95, within(*SIMILAR)))
+        made.append(judge_metric(ref, statement, f"{metric.column} {where}", metric, within(*SIMILAR)))
 
     statement = f"As the batch grows, loading from Redis takes {lo}-{hi}x the time of local storage."
     large = [b for b in batches if b >= 16]
@@ -217,7 +217,7 @@ def claims(summary: pd.DataFrame) -> tuple:
         made.append(not_comparable(ref, statement, f"{REMOTE} / {LOCAL} epoch time at a large batch",
                                    "no batch size >= 16 measured for both systems at this scale"))
     else:
-        made.append(judge(ref, statement, f"{metric.column} {where}", metric.value, metric.ci95, within(lo, hi)))
+        made.append(judge_metric(ref, statement, f"{metric.column} {where}", metric, within(lo, hi)))
 
     statement = "Increasing the loading workers significantly helps remote loading."
     if large and len(workers) > 1:
@@ -225,7 +225,7 @@ def claims(summary: pd.DataFrame) -> tuple:
         many = _epoch(summary, REMOTE, "per-sample", large[-1], workers[-1])
         metric = ratio(REMOTE, f"{REMOTE} epoch time with {workers[0]} / with {workers[-1]} workers, per-sample, "
                                f"batch {large[-1]}", *few, *many)
-        made.append(judge(ref, statement, metric.column, metric.value, metric.ci95, above(1.0)))
+        made.append(judge_metric(ref, statement, metric.column, metric, above(1.0)))
     else:
         made.append(not_comparable(ref, statement, f"{REMOTE} epoch time, fewest / most workers",
                                    "one worker count or no large batch measured at this scale"))
@@ -236,7 +236,7 @@ def claims(summary: pd.DataFrame) -> tuple:
         made.append(not_comparable(ref, statement, f"{REMOTE} / {LOCAL} epoch time with the most workers",
                                    "one worker count or no large batch measured at this scale"))
     else:
-        made.append(judge(ref, statement, f"{metric.column} {where}", metric.value, metric.ci95, above(1.0)))
+        made.append(judge_metric(ref, statement, f"{metric.column} {where}", metric, above(1.0)))
     return tuple(made)
 
 

@@ -12,7 +12,8 @@ from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.ml_storage_study.dataloaders.best import BASELINE, best_configs, summary
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.report.findings import (HOLDS, Findings, Metric, above, below, judge, not_comparable, ratio)
+from storebench.report.findings import (HOLDS, Findings, Metric, above, below, judge_metric, not_comparable,
+                                        ratio_rows, sig3)
 
 # The array-native row layouts (storebench.stores.tables.TABLES; a test keeps the two equal): no rows per key.
 TABLE_SYSTEMS = ("tiledb-attrs", "tensorstore-zarr")
@@ -63,13 +64,14 @@ def versus_baseline(best: pd.DataFrame) -> pd.DataFrame:
         for _, b in group.iterrows():
             out.append({"workload": workload, "system": b.system, "best_config": paper001.config_text(b.to_dict()),
                         "seconds": b["mean"], "ci95": b.ci95, "speedup_vs_ext4": base["mean"] / b["mean"],
-                        "speedup_ci95": _ratio_ci(base["mean"], base.ci95, b["mean"], b.ci95)})
+                        **_ratio_ci("speedup", base, b)})
     return pd.DataFrame(out)
 
 
-def _ratio_ci(num, num_ci, den, den_ci) -> float:
-    """The 95% CI half-width of num / den (NaN when either mean has none: one repeat)."""
-    return float(ratio("", "", num, num_ci, den, den_ci).ci95)
+def _ratio_ci(name: str, num, den) -> dict:
+    """The 95% CI of num / den (two summary rows) as ``<name>_low``, ``<name>_high`` (NaN from one repeat)."""
+    m = ratio_rows("", "", num, den)
+    return {f"{name}_low": m.ci_low if m.has_ci else np.nan, f"{name}_high": m.ci_high if m.has_ci else np.nan}
 
 
 def rows_per_key_effect(summary: pd.DataFrame) -> pd.DataFrame:
@@ -84,7 +86,7 @@ def rows_per_key_effect(summary: pd.DataFrame) -> pd.DataFrame:
         one, best = by_r.loc[1], by_r.loc[best_r]
         out.append({"workload": workload, "system": system, "best_rows_per_key": int(best_r),
                     "r1_seconds": one["mean"], "best_seconds": best["mean"], "speedup": one["mean"] / best["mean"],
-                    "speedup_ci95": _ratio_ci(one["mean"], one.ci95, best["mean"], best.ci95)})
+                    **_ratio_ci("speedup", one, best)})
     return pd.DataFrame(out)
 
 
@@ -97,7 +99,7 @@ def map_vs_iterable(summary: pd.DataFrame) -> pd.DataFrame:
             m, i = kinds["map"], kinds["iterable"]
             out.append({"workload": workload, "system": system, "best_map": paper001.config_text(m.to_dict()),
                         "best_iterable": paper001.config_text(i.to_dict()), "map_over_iterable": m["mean"] / i["mean"],
-                        "ratio_ci95": _ratio_ci(m["mean"], m.ci95, i["mean"], i.ci95)})
+                        **_ratio_ci("ratio", m, i)})
     return pd.DataFrame(out)
 
 
@@ -222,8 +224,9 @@ def _bars(ax, frame: pd.DataFrame, label, title: str, ylabel: str) -> None:
 
 
 # ------------------------------------------------------------------------------- findings
-def _pm(ci) -> str:
-    return "" if ci is None or pd.isna(ci) else f" ± {ci:.2f}"
+def _pm(low, high) -> str:
+    """' [low, high]' (the 95% CI), or ' (no CI)' from one repeat."""
+    return " (no CI)" if pd.isna(low) or pd.isna(high) else f" [{sig3(low)}, {sig3(high)}]"
 
 
 def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFrame, claims: tuple = ()) -> Findings:
@@ -238,8 +241,8 @@ def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFram
         top = group.loc[group.seconds.idxmin()]
         seed = SEED_BEST.get(workload)
         seed_text = f"best of the three: {seed[0]}; {'a store beats' if seed[1] else 'none beats'} ext4" if seed else "-"
-        lines.append(f"| {workload} | {top.system} | {top.best_config} | {top.speedup_vs_ext4:.2f}x"
-                     f"{_pm(top.speedup_ci95)} | {seed_text} |")
+        lines.append(f"| {workload} | {top.system} | {top.best_config} | {sig3(top.speedup_vs_ext4)}x"
+                     f"{_pm(top.speedup_low, top.speedup_high)} | {seed_text} |")
     check_lines = ["| seed statement | ours | verdict |", "|---|---|---|"] + [
         f"| {c.reference}: {c.statement} | {_claim_value(c)} | {c.verdict}{f' ({c.why})' if c.why else ''} |"
         for c in claims]
@@ -247,7 +250,7 @@ def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFram
     n_held = sum(c.verdict == HOLDS for c in claims)
     headline = (f"seed 001 loaders: {n_held} of {len(claims)} of the paper's statements hold here; "
                 + "; ".join(f"{w}: best {g.loc[g.seconds.idxmin()].system} "
-                            f"({g.loc[g.seconds.idxmin()].speedup_vs_ext4:.2f}x ext4)"
+                            f"({sig3(g.loc[g.seconds.idxmin()].speedup_vs_ext4)}x ext4)"
                             for w, g in vs.groupby("workload", sort=False)))
     t1 = table1(best)
     table1_lines = ["**Table 1, ours beside the seed's** (M map-style, I iterable; R rows per key, W workers, B batch, "
@@ -256,11 +259,11 @@ def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFram
     rk_lines = ["**Rows per key** (map-style, best over B and W at each R):", "",
                 "| workload | store | best R | R=1 (s) | best R (s) | speed-up |", "|---|---|---|---|---|---|"]
     rk_lines += [f"| {r.workload} | {r.system} | {r.best_rows_per_key} | {r.r1_seconds:.3g} | {r.best_seconds:.3g} | "
-                 f"{r.speedup:.2f}x{_pm(r.speedup_ci95)} |" for r in rk.itertuples()]
+                 f"{sig3(r.speedup)}x{_pm(r.speedup_low, r.speedup_high)} |" for r in rk.itertuples()]
     mi_lines = ["**Map vs iterable** (best of each; > 1: iterable faster):", "",
                 "| workload | store | best map | best iterable | map / iterable |", "|---|---|---|---|---|"]
-    mi_lines += [f"| {r.workload} | {r.system} | {r.best_map} | {r.best_iterable} | {r.map_over_iterable:.2f}x"
-                 f"{_pm(r.ratio_ci95)} |" for r in mi.itertuples()]
+    mi_lines += [f"| {r.workload} | {r.system} | {r.best_map} | {r.best_iterable} | {sig3(r.map_over_iterable)}x"
+                 f"{_pm(r.ratio_low, r.ratio_high)} |" for r in mi.itertuples()]
     text = "\n".join([
         f"**Paper (seed 001, Secs 5.1-5.8, Table 1):** {paper001.MACHINE}; RocksDB, TileDB, TensorStore vs ext4 for "
         "text, image and graph loaders; only Table 1 and statements in the text are published (no figure values).",
@@ -274,8 +277,7 @@ def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFram
 def _claim_value(c) -> str:
     if c.value is None:
         return c.metric
-    ci = f" [{c.ci_low:.2f}, {c.ci_high:.2f}]" if c.ci_low is not None else ""
-    return f"{c.metric}: {c.value:.2f}{ci}"
+    return f"{c.metric}: {c.interval_text()}"
 
 
 SEED_BEST = {  # Secs 5.2-5.8: the seed's best store among its three, and whether any beat ext4
@@ -302,9 +304,9 @@ def _versus(ref: str, statement: str, workload: str, what: str, ours: pd.DataFra
     if ours.empty or others.empty:
         return not_comparable(ref, statement, f"{what}, {workload}", missing)
     a, b = _fastest(ours), _fastest(others)
-    m = ratio("", "", a["mean"], a.ci95, b["mean"], b.ci95)
+    m = ratio_rows("", "", a, b)
     who = a.system if a.system == b.system else f"{a.system} / {b.system}"
-    return judge(ref, statement, f"{who} {what}, {workload}", m.value, m.ci95, rule)
+    return judge_metric(ref, statement, f"{who} {what}, {workload}", m, rule)
 
 
 def claims(summary: pd.DataFrame, writes: pd.DataFrame) -> tuple:
@@ -324,10 +326,10 @@ def claims(summary: pd.DataFrame, writes: pd.DataFrame) -> tuple:
         if len(rock1) and len(rest):
             slow = rest.loc[rest["mean"].idxmax()]
             r = rock1.iloc[0]
-            m = ratio("", "", r["mean"], r.ci95, slow["mean"], slow.ci95)
-            made.append(judge(ref, f"{workload}: RocksDB with one row per key is the slowest of the seed's stores to write.",
+            m = ratio_rows("", "", r, slow)
+            made.append(judge_metric(ref, f"{workload}: RocksDB with one row per key is the slowest of the seed's stores to write.",
                               f"rocksdb R=1 / slowest other ({slow.system} R={int(slow.rows_per_key)}) write time, "
-                              f"{workload}", m.value, m.ci95, above(1.0)))
+                              f"{workload}", m, above(1.0)))
     for workload, family, key in (("text", "tiledb", "write_text_tiledb_best"),
                                   ("image", "tensorstore", "write_image_tensorstore_best")):
         if workload in workloads:
@@ -404,9 +406,9 @@ def _speedup(statement: str, workload: str, best: pd.DataFrame, beats: bool):
     if base.empty or stores.empty:
         return not_comparable(ref, statement, f"speed-up over ext4, {workload}", "ext4 or RocksDB/TensorStore not measured")
     e, s = base.iloc[0], _fastest(stores)
-    m = ratio("", "", e["mean"], e.ci95, s["mean"], s.ci95)
-    return judge(ref, statement, f"{s.system} speed-up over ext4 (best vs best), {workload}", m.value, m.ci95,
-                 above(1.0) if beats else below(1.0))
+    m = ratio_rows("", "", e, s)
+    return judge_metric(ref, statement, f"{s.system} speed-up over ext4 (best vs best), {workload}", m,
+                        above(1.0) if beats else below(1.0))
 
 
 def _overhead_lines(overheads: pd.DataFrame) -> list[str]:
@@ -430,7 +432,7 @@ def _overhead_lines(overheads: pd.DataFrame) -> list[str]:
 def overview_metrics(vs: pd.DataFrame) -> tuple:
     """Per system and workload, the best loader's speed-up over ext4's best (index overview)."""
     return tuple(Metric(r.system, f"best loader vs ext4, {r.workload} (dataloaders)", float(r.speedup_vs_ext4),
-                        float(r.speedup_ci95), 1.0, "x")
+                        None, 1.0, "x", r.speedup_low, r.speedup_high)
                  for r in vs.itertuples() if r.system != BASELINE)
 
 
