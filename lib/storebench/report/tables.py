@@ -72,6 +72,7 @@ SHOWN_ROWS = 10  # the rows of a long table shown before its "all rows" fold
 MISSING = "–"
 HEADER_UNITS = [  # (column-name pattern, header with its unit); the first match wins
     (r"^ci95$", "± 95% CI"),
+    (r"^(.+)_ci95$", r"\1 ± 95% CI"),
     (r"^seconds$", "time (s)"),
     (r"^(.+)_us_per_(\w+)$", r"\1 (µs/\2)"),
     (r"^(.+)_per_second$", r"\1/s"),
@@ -121,7 +122,12 @@ def cell(value) -> str:
         return MISSING if pd.isna(value) else readable(float(value))
     if value is None or (not isinstance(value, (list, tuple, dict, np.ndarray)) and pd.isna(value)):
         return MISSING
-    return SCIENTIFIC.sub(lambda m: readable(float(m.group())), str(value))
+    return readable_text(str(value))
+
+
+def readable_text(text: str) -> str:
+    """``text`` with every number in scientific notation written out (2e-05 -> 0.00002)."""
+    return SCIENTIFIC.sub(lambda m: readable(float(m.group())), text)
 
 
 def readable_frame(frame: pd.DataFrame) -> pd.DataFrame:
