@@ -66,8 +66,7 @@ def render_html(notebook: Path, target: Path, log=None) -> Path:
     move_stderr(node, log or sys.stderr)
     node.cells = [c for c in node.cells if c.cell_type != "code" or c.get("outputs")]  # e.g. the parameters cell
     strip_machine_paths(node)
-    index = os.path.relpath(REPORTS_DIR.resolve() / "index.html", Path(target).resolve().parent)
-    node.cells.insert(0, nbformat.v4.new_markdown_cell(f"[← all storebench reports]({index})"))
+    node.cells.insert(0, nbformat.v4.new_markdown_cell("[← all storebench reports](index.html)"))  # its sibling
     body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
     target.write_text(body.replace("</head>", STYLE + "</head>", 1), encoding="utf-8")
     return target

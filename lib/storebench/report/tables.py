@@ -75,8 +75,6 @@ HEADER_UNITS = [  # (column-name pattern, header with its unit); the first match
     (r"^(.+)_ci95$", r"\1 ± 95% CI"),
     (r"^seconds$", "time (s)"),
     (r"^(.+)_us_per_(\w+)$", r"\1 (µs/\2)"),
-    (r"^(.+)_per_second$", r"\1/s"),
-    (r"^(.+)_(mb_s|mbps|mb_per_s)$", r"\1 (MB/s)"),
     (r"^(.+)_(s|sec|seconds)$", r"\1 (s)"),
     (r"^(.+)_ms$", r"\1 (ms)"),
     (r"^(.+)_us$", r"\1 (µs)"),
@@ -84,6 +82,10 @@ HEADER_UNITS = [  # (column-name pattern, header with its unit); the first match
     (r"^(.+)_(pct|percent)$", r"\1 (%)"),
     (r"^(.+)_bytes$", r"\1"),  # sizes carry their unit in the cell (kB, MB, GB)
 ]
+RATES = [(r"_per_s(ec|econd)?(?=_|$)", "/s"), (r"(^|_)mbps(?=_|$)", r"\1MB/s"), (r"(^|_)mb(?=_|/|$)", r"\1MB"),
+         (r"(^|_)kb(?=_|/|$)", r"\1kB"), (r"(^|_)gb(?=_|/|$)", r"\1GB")]  # words inside a name
+# Columns that say where a row was measured: the machine card has them, a table shows them only if they vary.
+MACHINE_COLUMNS = ("host", "cpus", "memory_bytes", "python", "git_rev", "scale", "run_id")
 SCIENTIFIC = re.compile(r"-?\d+(?:\.\d+)?e[+-]\d+")
 
 
@@ -93,6 +95,8 @@ def header(column) -> str:
     name = str(column)
     if " " in name or name != name.lower():
         return name
+    for pattern, replacement in RATES:
+        name = re.sub(pattern, replacement, name)
     for pattern, replacement in HEADER_UNITS:
         if re.match(pattern, name):
             return re.sub(pattern, replacement, name).replace("_", " ")
@@ -140,6 +144,8 @@ def readable_frame(frame: pd.DataFrame) -> pd.DataFrame:
         flat.columns = [f"{header(flat.columns.name)} = {c}" for c in flat.columns]
     if not isinstance(flat.index, pd.RangeIndex) or flat.index.name:
         flat = flat.reset_index()
+    flat = flat.drop(columns=[c for c in MACHINE_COLUMNS if c in flat.columns and flat[c].nunique(dropna=False) == 1
+                              and len(flat) > 0])
     flat.columns = [str(c) for c in flat.columns]
     out = pd.DataFrame(index=flat.index)
     for i, column in enumerate(flat.columns):
