@@ -51,12 +51,13 @@ def publish(name: str, findings: Findings, tables: ResultTables, out_dir: str | 
     return recorded_findings.write(out, experiment(name), findings, tables.manifest)
 
 
-def table_html(frame, caption: str | None = None, name: str | None = None) -> str:
-    """A DataFrame (or Styler) as a report shows it (what ``display(frame)`` gives in a report)."""
+def table_html(frame, caption: str | None = None, name: str | None = None, csv: bool = False) -> str:
+    """A DataFrame (or Styler) as a report shows it (what ``display(frame)`` gives in a report);
+    ``csv`` also writes it whole beside the report."""
     if _shown is None:
         data = frame.data if hasattr(frame, "data") and not isinstance(frame, pd.DataFrame) else frame
         return readable_frame(data).to_html(index=False, border=0)
-    return _shown.html(frame, caption, name)
+    return _shown.html(frame, caption, name, csv)
 
 
 def _show_tables_readable() -> None:
@@ -146,9 +147,9 @@ def provenance(tables: ResultTables) -> str:
     run = tables.manifest
     versions = pd.DataFrame(machine.versions(run), columns=["what", "version"])
     return (table_html(skipped(tables), "not measured, and notes", "skipped") + machine.card_html(run)
-            + table_html(versions, "versions", "versions")
+            + table_html(versions, "versions", "versions", csv=True)
             + f"<details><summary>settings of this run ({len(tables.settings)})</summary>"
-            f"{table_html(settings(tables), 'settings', 'settings')}</details>")
+            f"{table_html(settings(tables), 'settings', 'settings', csv=True)}</details>")
 
 
 def settings(tables: ResultTables) -> pd.DataFrame:

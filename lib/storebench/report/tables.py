@@ -81,6 +81,8 @@ HEADER_UNITS = [  # (column-name pattern, header with its unit); the first match
     (r"^(.+)_mib$", r"\1 (MiB)"),
     (r"^(.+)_(pct|percent)$", r"\1 (%)"),
     (r"^(.+)_bytes$", r"\1"),  # sizes carry their unit in the cell (kB, MB, GB)
+    (r"^(.+)_mbit$", r"\1 (Mbit/s)"),
+    (r"^index$", ""),  # an unnamed index shown as a column
 ]
 RATES = [(r"_per_s(ec|econd)?(?=_|$)", "/s"), (r"(^|_)mbps(?=_|$)", r"\1MB/s"), (r"(^|_)mb(?=_|/|$)", r"\1MB"),
          (r"(^|_)kb(?=_|/|$)", r"\1kB"), (r"(^|_)gb(?=_|/|$)", r"\1GB")]  # words inside a name
@@ -104,7 +106,7 @@ def header(column) -> str:
 
 
 def is_bytes(column) -> bool:
-    words = str(column).lower().split("_")
+    words = re.split(r"[_ ]", str(column).lower())
     return "bytes" in words and "per" not in words
 
 
@@ -170,20 +172,22 @@ class ReportTables:
     def __init__(self, experiment: str, out_dir: Path):
         self.experiment, self.out_dir, self.count = experiment, Path(out_dir), 0
         shutil.rmtree(self.folder, ignore_errors=True)
+        self.folder.mkdir(parents=True)
 
     @property
     def folder(self) -> Path:
         return self.out_dir / "tables" / self.experiment
 
-    def html(self, frame, caption: str | None = None, name: str | None = None) -> str:
-        """``frame`` (a DataFrame or a pandas Styler) as the HTML a report shows."""
+    def html(self, frame, caption: str | None = None, name: str | None = None, csv: bool = False) -> str:
+        """``frame`` (a DataFrame or a pandas Styler) as the HTML a report shows; ``csv`` writes it
+        as CSV whatever its size."""
         if hasattr(frame, "data") and not isinstance(frame, pd.DataFrame):  # a Styler: its data and caption
             caption, frame = caption or frame.caption, frame.data
         self.count += 1
         shown = readable_frame(frame)
         name = name or (slug(caption) if caption else f"table-{self.count}")
         notes = ""
-        if len(shown) > LONG_ROWS or len(shown.columns) > WIDE_COLUMNS:
+        if csv or len(shown) > LONG_ROWS or len(shown.columns) > WIDE_COLUMNS:
             link = self.write_csv(frame, name)
             notes = f"<p class='sb-note'>{len(shown):,} rows &times; {len(shown.columns)} columns; as CSV: " \
                     f"<a href='{link}'>{link}</a></p>"
@@ -194,7 +198,6 @@ class ReportTables:
         return _table_html(shown, caption) + notes
 
     def write_csv(self, frame: pd.DataFrame, name: str) -> str:
-        self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{name}.csv"
         if path.exists():
             path = self.folder / f"{name}-{self.count}.csv"
