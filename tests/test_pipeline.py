@@ -127,5 +127,5 @@ def test_a_rendered_report_has_no_log_lines_and_links_back_to_the_index(tmp_path
     html = page.read_text()
     assert "the answer" in html and "WARN lance" not in html and "print(1)" not in html
     assert log.getvalue() == "WARN lance: noisy\n"
-    assert "index.html" in html and "<title>A question - storebench</title>" in html
+    assert "index.html" in html and "<title>A question</title>" in html
     assert "celltag_parameters" not in html and html.count("jp-CodeCell jp-Notebook-cell") == 1  # only the cell with output

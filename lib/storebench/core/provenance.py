@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import socket
 import subprocess
 import uuid
@@ -37,11 +38,15 @@ def git_revision() -> str:
 
 @lru_cache(maxsize=1)
 def machine_card() -> dict:
-    """CPU model, cores, memory, the disk under the work dir and its filesystem, kernel."""
+    """CPU model (with family/model/stepping and clock: a VM may name only "AMD EPYC"), cores,
+    hypervisor, memory, the disk under the work dir (device, size, rotational) and its
+    filesystem, kernel, OS."""
     return {
         "host": socket.gethostname(),
         "cpu_model": _cpu_model(),
+        **_cpu_details(),
         "cores": os.cpu_count(),
+        "hypervisor": _hypervisor(),
         "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
         **_disk(work_dir() if work_dir().exists() else ROOT),
         "kernel": platform.release(),
@@ -60,14 +65,47 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def _cpu_details() -> dict:
+    """Family/model/stepping and clock of the first CPU in /proc/cpuinfo ("unknown" elsewhere)."""
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines():
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    except OSError:
+        pass
+    ident = (f"family {fields['cpu family']} model {fields['model']} stepping {fields.get('stepping', '?')}"
+             if "cpu family" in fields and "model" in fields else "unknown")
+    mhz = fields.get("cpu MHz")
+    return {"cpu_id": ident, "cpu_mhz": round(float(mhz)) if mhz else "unknown"}
+
+
+def _hypervisor() -> str:
+    """The hypervisor lscpu names ("KVM"), "none" on bare metal, "unknown" without lscpu."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    found = re.search(r"^Hypervisor vendor:\s*(.+)$", out, re.M)
+    return found.group(1).strip() if found else "none"
+
+
 def _disk(path: Path) -> dict:
-    """The block device and filesystem holding ``path`` (findmnt, util-linux)."""
+    """The block device and filesystem holding ``path`` (findmnt, util-linux), with the device's
+    size and whether it is rotational (lsblk)."""
     try:
         out = subprocess.run(["findmnt", "-n", "-o", "SOURCE,FSTYPE", "--target", str(path)],
                              capture_output=True, text=True, check=True).stdout.split()
-        return {"disk_device": out[0], "filesystem": out[1]}
+        card = {"disk_device": out[0], "filesystem": out[1]}
     except (OSError, subprocess.CalledProcessError, IndexError):
         return {"disk_device": "unknown", "filesystem": "unknown"}
+    try:
+        size, rota = subprocess.run(["lsblk", "-b", "-d", "-n", "-o", "SIZE,ROTA", card["disk_device"]],
+                                    capture_output=True, text=True, check=True).stdout.split()[:2]
+        card.update(disk_size_bytes=int(size), disk_rotational=rota == "1")
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        pass
+    return card
 
 
 def _os_name() -> str:
@@ -75,6 +113,17 @@ def _os_name() -> str:
         return platform.freedesktop_os_release().get("PRETTY_NAME", "unknown")
     except OSError:
         return "unknown"
+
+
+GO_PSEUDO_VERSION = re.compile(r"DEVELOPMENT\.GOGET \((\S+) v0\.0\.0-(\d{4})(\d{2})(\d{2})\d{6}-([0-9a-f]{12})\)")
+
+
+def build_identifier(version: str) -> str:
+    """A server version that names its build: a MinIO built by ``go install`` reports only
+    "DEVELOPMENT.GOGET"; its Go module pseudo-version holds the commit and its date, so
+    "MinIO DEVELOPMENT.GOGET (github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c)" reads
+    "MinIO commit 7aac2a2c5b7c of 2026-02-12 (github.com/minio/minio)". Anything else is kept."""
+    return GO_PSEUDO_VERSION.sub(lambda m: f"commit {m[5]} of {m[2]}-{m[3]}-{m[4]} ({m[1]})", version)
 
 
 def package_version(dist: str) -> str:

@@ -258,7 +258,8 @@ def add_contract_stages(doc) -> list[str]:
                               deps=[f"notebooks/{name}.ipynb", f"results/{name}"],
                               outs=[f"reports/notebooks/{name}.ipynb", {f"reports/{name}.html": {"cache": False}},
                                     {f"reports/{name}.findings.json": {"cache": False}},
-                                    {f"reports/figures/{name}": {"cache": False}}])
+                                    {f"reports/figures/{name}": {"cache": False}},
+                                    {f"reports/tables/{name}": {"cache": False}}])
         stages = list(doc["stages"].items())
         at = [k for k, _ in stages].index("index") if "index" in doc["stages"] else len(stages)
         stages[at:at] = [(f"measure_{name}", measure), (f"report_{name}", report)]

@@ -40,10 +40,24 @@ def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parame
     return render_html(executed, out_dir / f"{name}.html")
 
 
+STYLE = """<style>
+main { max-width: 1200px; margin: 0 auto; }
+.sb-scroll { overflow-x: auto; max-width: 100%; }
+.jp-RenderedHTMLCommon table { table-layout: auto; }
+.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; max-width: 40em; }
+.jp-RenderedHTMLCommon caption { caption-side: top; text-align: left; font-weight: bold; padding: 4px 0; }
+.sb-card th { font-weight: normal; color: #57606a; }
+.sb-note { color: #57606a; font-size: 90%; }
+details > summary { cursor: pointer; color: #0969da; }
+</style>
+"""
+
+
 def render_html(notebook: Path, target: Path, log=None) -> Path:
     """The executed notebook as the HTML a reviewer reads: no code (a code cell shows only its outputs;
-    one without any, such as the parameters cell, is left out), a link back to the index, and no
-    log or warning line (a cell's stderr goes to ``log``, the stage's own log, instead)."""
+    one without any, such as the parameters cell, is left out), a link back to the index, the
+    title as the page's <title>, no log or warning line (a cell's stderr goes to ``log``, the
+    stage's own log, instead) and no path of this machine (repo-relative ones instead)."""
     import nbformat
     from nbconvert import HTMLExporter
 
@@ -51,10 +65,10 @@ def render_html(notebook: Path, target: Path, log=None) -> Path:
     node = nbformat.read(notebook, as_version=4)
     move_stderr(node, log or sys.stderr)
     node.cells = [c for c in node.cells if c.cell_type != "code" or c.get("outputs")]  # e.g. the parameters cell
-    index = os.path.relpath(REPORTS_DIR.resolve() / "index.html", Path(target).resolve().parent)
-    node.cells.insert(0, nbformat.v4.new_markdown_cell(f"[← all storebench reports]({index})"))
+    strip_machine_paths(node)
+    node.cells.insert(0, nbformat.v4.new_markdown_cell("[← all storebench reports](index.html)"))  # its sibling
     body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
-    target.write_text(body, encoding="utf-8")
+    target.write_text(body.replace("</head>", STYLE + "</head>", 1), encoding="utf-8")
     return target
 
 
@@ -73,13 +87,27 @@ def move_stderr(node, log) -> None:
         cell.outputs = kept
 
 
+def strip_machine_paths(node) -> None:
+    """Paths under the checkout as repo-relative ones, the home directory as ``~``, in every text output."""
+    def clean(text: str) -> str:
+        return text.replace(f"{ROOT.resolve()}/", "").replace(f"{ROOT}/", "").replace(f"{Path.home()}/", "~/")
+
+    for cell in node.cells:
+        for output in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if "text" in output:
+                output["text"] = clean(output["text"])
+            for mime, value in output.get("data", {}).items():
+                if mime.startswith("text/") and isinstance(value, str):
+                    output["data"][mime] = clean(value)
+
+
 def title(node) -> str:
     """The page title: the notebook's first heading (nbconvert would say "Notebook")."""
     for cell in node.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
                 if line.startswith("# "):
-                    return line[2:].strip() + " - storebench"
+                    return line[2:].strip()
     return "storebench report"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import importlib
+import logging
 from pathlib import Path
 
 import pandas as pd
@@ -16,10 +17,11 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.experiments import experiment
 from storebench.paths import REPORTS_DIR, ROOT
-from storebench.report import findings as recorded_findings
+from storebench.report import findings as recorded_findings, machine
 from storebench.report.findings import VERDICT_COLOURS, Findings
-from storebench.report.tables import show_tables_whole
+from storebench.report.tables import ReportTables, readable, readable_frame, readable_text, show_tables_whole
 
+logging.captureWarnings(True)  # warnings go to the log (stderr, which the render step keeps out of the report)
 show_tables_whole()  # every report notebook imports this module: whole tables, readable numbers
 
 RESULTS_DIR = ROOT / "results"
@@ -35,11 +37,44 @@ def load(name: str, results_dir: str | None = None, *, measure: bool = False, sc
     return ResultTables.read(root / name)
 
 
+_shown: ReportTables | None = None  # the tables of the report being rendered (set by ``publish``)
+
+
 def publish(name: str, findings: Findings, tables: ResultTables, out_dir: str | None = None) -> Path:
-    """Write ``reports/<name>.findings.json`` (what the report's answer and the index render)."""
+    """Write ``reports/<name>.findings.json`` (what the report's answer and the index render); from
+    here on every table the notebook displays is shown readable, a long one also as a CSV under
+    ``reports/tables/<name>/``."""
+    global _shown
     out = Path(out_dir) if out_dir else REPORTS_DIR
     out.mkdir(parents=True, exist_ok=True)
+    _shown = ReportTables(name, out)
     return recorded_findings.write(out, experiment(name), findings, tables.manifest)
+
+
+def table_html(frame, caption: str | None = None, name: str | None = None, csv: bool = False) -> str:
+    """A DataFrame (or Styler) as a report shows it (what ``display(frame)`` gives in a report);
+    ``csv`` also writes it whole beside the report."""
+    if _shown is None:
+        data = frame.data if hasattr(frame, "data") and not isinstance(frame, pd.DataFrame) else frame
+        return readable_frame(data).to_html(index=False, border=0)
+    return _shown.html(frame, caption, name, csv)
+
+
+def _show_tables_readable() -> None:
+    """In a notebook kernel: every displayed DataFrame and Styler goes through ``table_html``."""
+    try:
+        from IPython import get_ipython
+        from pandas.io.formats.style import Styler
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        formatter = shell.display_formatter.formatters["text/html"]
+        formatter.for_type(pd.DataFrame, table_html)
+        formatter.for_type(Styler, table_html)
+
+
+_show_tables_readable()
 
 
 def save_figures(name: str, figures: dict, out_dir: str | None = None) -> list:
@@ -56,10 +91,31 @@ def save_figures(name: str, figures: dict, out_dir: str | None = None) -> list:
 
 
 def answer(name: str, findings: Findings, tables: ResultTables) -> str:
-    """The top of a report as HTML: the question, the scale, machine and date, the headline, and the
-    paper's claims with their verdicts."""
+    """The top of a report as HTML: the question, the headline, what was measured on which machine
+    and when, and the paper's claims with their verdicts."""
     declared, run = experiment(name), tables.manifest
-    card = run.get("machine", {})
+    return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
+            f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
+            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run))}.</p>{claims_table(findings)}")
+
+
+def measured(run: dict) -> str:
+    """Scale, data size, repeats, machine and date of a recorded run, in one sentence."""
+    settings = run.get("settings") or {}
+    data = f"{settings['n_samples']:,} samples" if isinstance(settings.get("n_samples"), int) else "data size not recorded"
+    if isinstance(settings.get("rows"), dict):
+        data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
+    repeats = settings.get("repeats", machine.NOT_RECORDED)
+    return (f"scale {run.get('scale', machine.NOT_RECORDED)}, {data}, {repeats} repeats per configuration, "
+            f"on {machine.summary(run)} (run {run.get('run_id', machine.NOT_RECORDED)}, "
+            f"{_duration(run.get('duration_s'))})")
+
+
+def _duration(seconds) -> str:
+    return f"{readable(float(seconds))} s" if isinstance(seconds, (int, float)) else "duration not recorded"
+
+
+def claims_table(findings: Findings) -> str:
     left = "style='text-align:left;vertical-align:top'"
     rows = "".join(
         f"<tr><td {left}>{html.escape(c.reference)}</td><td {left}>{html.escape(c.statement)}</td>"
@@ -68,41 +124,36 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
         f"{c.verdict}</td><td {left}>{html.escape(c.why)}</td></tr>" for c in findings.claims)
     head = "".join(f"<th {left}>{h}</th>" for h in ("paper", "statement", "judged on", "ours (95% CI)", "rule",
                                                      "verdict", "why"))
-    claims = f"<table><tr>{head}</tr>{rows}</table>" if rows else ""
-    return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
-            f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>{claims}"
-            f"<p style='color:#57606a'>Scale <code>{html.escape(str(run.get('scale')))}</code>, measured "
-            f"{html.escape(str(run.get('started_utc')))} in {run.get('duration_s')} s on {card.get('cores')} cores "
-            f"({html.escape(str(card.get('cpu_model')))}), git {html.escape(str(run.get('git_rev')))}, "
-            f"run <code>{html.escape(str(run.get('run_id')))}</code>.</p>")
+    return f"<div class='sb-scroll'><table class='sb-claims'><tr>{head}</tr>{rows}</table></div>" if rows else ""
+
+
+def findings_markdown(findings: Findings) -> str:
+    """The Findings section (Markdown), its numbers without scientific notation."""
+    return readable_text(findings.markdown)
 
 
 def _interval(claim) -> str:
     if claim.value is None:
         return "&ndash;"
-    text = f"{claim.value:.3g}"
+    text = readable(claim.value)
     if claim.ci_low is not None:
-        text += f" [{claim.ci_low:.3g}, {claim.ci_high:.3g}]"
+        text += f" [{readable(claim.ci_low)}, {readable(claim.ci_high)}]"
     return html.escape(text + (claim.unit if claim.unit in ("x", "%") else f" {claim.unit}"))
 
 
-def provenance(tables: ResultTables) -> pd.DataFrame:
-    """Who measured what with which versions, from the manifest."""
+def provenance(tables: ResultTables) -> str:
+    """The Provenance section as HTML: what was not measured, the machine card, the versions, and
+    the run's settings folded away."""
     run = tables.manifest
-    rows = [("run id", run.get("run_id")), ("started (UTC)", run.get("started_utc")),
-            ("finished (UTC)", run.get("finished_utc")), ("duration (s)", run.get("duration_s")),
-            ("scale", run.get("scale")), ("git revision", run.get("git_rev")), ("params hash", run.get("params_hash"))]
-    rows += [(f"machine: {k}", v) for k, v in run.get("machine", {}).items()]
-    versions = run.get("versions", {})
-    rows += [(f"server: {k}", v) for k, v in versions.get("system_versions", {}).items()]
-    rows += [(f"client: {k}", v) for k, v in versions.get("client_versions", {}).items()]
-    rows += [(f"package: {k}", v) for k, v in versions.get("client_packages", {}).items()]
-    return pd.DataFrame(rows, columns=["what", "value"]).set_index("what")
+    versions = pd.DataFrame(machine.versions(run), columns=["what", "version"])
+    return (table_html(skipped(tables), "not measured, and notes", "skipped") + machine.card_html(run)
+            + table_html(versions, "versions", "versions", csv=True)
+            + f"<details><summary>settings of this run ({len(tables.settings)})</summary>"
+            f"{table_html(settings(tables), 'settings', 'settings', csv=True)}</details>")
 
 
 def settings(tables: ResultTables) -> pd.DataFrame:
-    return pd.DataFrame([(k, str(v)) for k, v in tables.settings.items()], columns=["setting", "value"]).set_index(
-        "setting")
+    return pd.DataFrame([(k, str(v)) for k, v in tables.settings.items()], columns=["setting", "value"])
 
 
 def skipped(tables: ResultTables) -> pd.DataFrame:

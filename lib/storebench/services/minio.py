@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 
+from storebench.core.provenance import build_identifier
 from storebench.paths import cache_dir
 from storebench.services.base import LocalService
 
@@ -68,7 +69,8 @@ class MinioService(LocalService):
 
     def version(self) -> str:
         """Server-reported version (admin info); for a `go install` build that is
-        "DEVELOPMENT.GOGET", so the module version recorded by install-minio.sh is added."""
+        "DEVELOPMENT.GOGET", so the commit and date of the module version recorded by
+        install-minio.sh name the build instead (provenance.build_identifier)."""
         from minio.credentials import StaticProvider
         from minio.minioadmin import MinioAdmin
         import json
@@ -83,7 +85,7 @@ class MinioService(LocalService):
         stamp = cache_dir() / "bin" / "minio.version"
         if reported.startswith("DEVELOPMENT") and stamp.exists():
             module = stamp.read_text().split()
-            return f"{reported} ({' '.join(module)})"
+            return build_identifier(f"{reported} ({' '.join(module)})")
         return reported
 
     def endpoint(self) -> dict:

@@ -1,0 +1,59 @@
+"""The machine card of a report: what the recorded results were measured on, from the manifest
+written with them (never from the machine that renders the report). A field an older manifest
+lacks reads "not recorded"."""
+from __future__ import annotations
+
+import html
+
+from storebench.core.provenance import build_identifier
+from storebench.report.tables import size
+
+NOT_RECORDED = "not recorded"
+MACHINE_FIELDS = [  # (manifest "machine" key, label)
+    ("cpu_model", "CPU"), ("cpu_id", "CPU family/model"), ("cpu_mhz", "CPU clock (MHz)"), ("cores", "cores"),
+    ("hypervisor", "hypervisor"), ("memory_bytes", "memory"), ("disk_device", "disk (data/work dir)"),
+    ("disk_size_bytes", "disk size"), ("disk_rotational", "rotational disk"), ("filesystem", "filesystem"),
+    ("kernel", "kernel"), ("os", "OS"), ("python", "Python"), ("host", "host")]
+RUN_FIELDS = [("started_utc", "started (UTC)"), ("finished_utc", "finished (UTC)"), ("duration_s", "duration (s)"),
+              ("run_id", "run id"), ("git_rev", "git revision"), ("scale", "scale"), ("params_hash", "params hash")]
+
+
+def card(manifest: dict) -> list[tuple[str, str]]:
+    """(label, value) rows: the measuring machine, then the run (date, id, revision)."""
+    machine = manifest.get("machine") or {}
+    rows = [(label, _value(key, machine.get(key))) for key, label in MACHINE_FIELDS]
+    return rows + [(label, _value(key, manifest.get(key))) for key, label in RUN_FIELDS]
+
+
+def versions(manifest: dict) -> list[tuple[str, str]]:
+    """(what, version) rows: servers (by build), client libraries, packages."""
+    recorded = manifest.get("versions") or {}
+    rows = [(f"server: {k}", build_identifier(str(v))) for k, v in recorded.get("system_versions", {}).items()]
+    rows += [(f"client: {k}", str(v)) for k, v in recorded.get("client_versions", {}).items()]
+    return rows + [(f"package: {k}", str(v)) for k, v in recorded.get("client_packages", {}).items()]
+
+
+def summary(manifest: dict) -> str:
+    """One line: "2 cores (AMD EPYC), 25.3 GB memory, ext4 on /dev/vda, Debian ..., 2026-11-25 03:42 UTC"."""
+    m = manifest.get("machine") or {}
+    started = str(manifest.get("started_utc") or NOT_RECORDED).replace("T", " ").replace("+00:00", " UTC")
+    return (f"{_value('cores', m.get('cores'))} cores ({_value('cpu_model', m.get('cpu_model'))}), "
+            f"{_value('memory_bytes', m.get('memory_bytes'))} memory, {_value('filesystem', m.get('filesystem'))} on "
+            f"{_value('disk_device', m.get('disk_device'))}, {_value('os', m.get('os'))}, started {started}")
+
+
+def card_html(manifest: dict) -> str:
+    """The card as a two-column HTML table (a report's provenance; the index may show it too)."""
+    rows = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td style='text-align:left'>"
+                   f"{html.escape(v)}</td></tr>" for k, v in card(manifest))
+    return f"<table class='sb-card'><caption>machine and run</caption>{rows}</table>"
+
+
+def _value(key: str, value) -> str:
+    if value is None or value == "" or value == "unknown":
+        return NOT_RECORDED
+    if key.endswith("_bytes"):
+        return size(value)
+    if key == "disk_rotational":
+        return "yes" if value else "no"
+    return str(value)

@@ -1,0 +1,109 @@
+"""What a reviewer reads: every rendered report answers first and reads clean (no code, no log or
+warning line, no machine path, no scientific notation or truncated table), carries the machine
+card of the measuring run, and the tables helper that gets it there."""
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from storebench.paths import REPORTS_DIR, ROOT
+from storebench.report import machine
+from storebench.report.tables import ReportTables, header, readable_frame, readable_text, size
+
+NOTEBOOKS = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+SECTIONS = ["<b>Question</b>", "<b>Answer</b>", "<b>Measured</b>", "<img ", ">Findings<", ">Method<",
+            ">Detailed results<", ">Provenance<"]  # in this order
+
+
+def main_part(page: str) -> str:
+    """The page's body, its images' data left out."""
+    return re.sub(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+", "data:image", page[page.index("<main>"):])
+
+
+def table_cells(page: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", main_part(page), re.S)]
+
+
+def check_page(page: str, name: str) -> None:
+    body = main_part(page)
+    h1 = re.findall(r"<h1[^>]*>(.*?)</h1>", page, re.S)
+    assert len(h1) == 1
+    assert f"<title>{re.sub(r'<[^>]+>', '', h1[0]).replace('¶', '').strip()}</title>" in page
+    assert body.index('href="index.html"') < body.index("<h1")  # the way back, above the title
+    assert "jp-CodeMirrorEditor" not in body and "report.publish(" not in body  # no code
+    positions = [body.index(marker) for marker in SECTIONS]
+    assert positions == sorted(positions), "answer, figures, findings, method, details, provenance"
+    for text in ("WARN", "Warning", "/work/", "/tmp/", "/root/", "Traceback"):
+        assert text not in body, text
+    cells = table_cells(page)
+    assert cells and not [c for c in cells if re.search(r"\d\.?\d*e[+-]\d", c)]  # no scientific notation
+    assert not [c for c in cells if "..." in c or c.strip() in ("NaN", "nan")]  # nothing cut, nothing "NaN"
+    assert "<caption>machine and run</caption>" in body and ">CPU<" in body and ">kernel<" in body
+    assert "<details><summary>settings of this run" in body  # the settings dump folded away
+    for link in re.findall(r"href='(tables/[^']+\.csv)'", body):  # long tables: whole, beside the report
+        assert (REPORTS_DIR / link).exists() or name == "rendered", link
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_committed_report_answers_first_and_reads_clean(name):
+    check_page((REPORTS_DIR / f"{name}.html").read_text(encoding="utf-8"), name)
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_every_notebook_has_one_parameters_cell_and_keeps_its_code(name):
+    node = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    assert sum("parameters" in c.metadata.get("tags", []) for c in node.cells) == 1
+    assert sum(c.source.startswith("# ") for c in node.cells if c.cell_type == "markdown") == 1  # one title
+
+
+def test_a_report_rendered_now_from_the_committed_results_reads_clean(tmp_path):
+    from storebench.pipeline import notebooks
+
+    page = notebooks.run("granularity", out_dir=tmp_path, progress=False).read_text(encoding="utf-8")
+    check_page(page, "rendered")
+    for link in re.findall(r"href='(tables/[^']+\.csv)'", page):
+        assert len(pd.read_csv(tmp_path / link))
+
+
+def test_headers_carry_units_and_numbers_read_plainly():
+    assert [header(c) for c in ("loader_rows_per_second", "t_median_s", "images_per_s", "seed_mb_per_s", "ci95",
+                                "disk_usage_bytes", "loader_us_per_row", "cpu_pct", "Seed (MB/s)")] == \
+        ["loader rows/s", "t median (s)", "images/s", "seed MB/s", "± 95% CI", "disk usage", "loader (µs/row)",
+         "cpu (%)", "Seed (MB/s)"]
+    assert [size(v) for v in (512, 40_960_000, 1_282_048, 25_276_510_208)] == ["512 B", "41 MB", "1.28 MB", "25.3 GB"]
+    assert readable_text("0.00823 ± 2e-05, 1.22e+03x") == "0.00823 ± 0.00002, 1,220x"
+
+
+def test_a_table_shows_counts_as_integers_sizes_in_units_and_hides_the_constant_machine_columns():
+    frame = pd.DataFrame({"system": ["redis", "minio"], "requests": [1.0, 16.0], "mean_s": [0.000123456, 2810.149],
+                          "object_bytes": [2048, 3.5e9], "prefetch": [float("nan"), 4.0], "host": ["vm", "vm"]})
+    shown = readable_frame(frame)
+    assert list(shown.columns) == ["system", "requests", "mean (s)", "object", "prefetch"]
+    assert shown.values.tolist() == [["redis", "1", "0.000123", "2.05 kB", "–"], ["minio", "16", "2,810", "3.5 GB", "4"]]
+
+
+def test_a_long_table_shows_its_head_and_is_written_whole_as_csv(tmp_path):
+    shown = ReportTables("exp", tmp_path)
+    page = shown.html(pd.DataFrame({"k": range(40), "seconds": [i / 3 for i in range(40)]}), "reads by key")
+    assert "<caption>reads by key</caption>" in page and "as CSV: <a href='tables/exp/reads-by-key.csv'>" in page
+    assert "<details><summary>all 40 rows</summary>" in page and "..." not in page
+    assert len(pd.read_csv(tmp_path / "tables" / "exp" / "reads-by-key.csv")) == 40
+    assert "tables/" not in shown.html(pd.DataFrame({"k": range(3)}))  # a short one is just shown
+
+
+def test_the_machine_card_comes_from_the_manifest_and_says_what_an_older_one_lacks():
+    manifest = json.loads((ROOT / "results" / "granularity" / "manifest.json").read_text())
+    card = dict(machine.card(manifest))
+    assert card["cores"] == str(manifest["machine"]["cores"]) and card["run id"] == manifest["run_id"]
+    old = {"run_id": "x-1", "machine": {"cores": 2}}
+    assert dict(machine.card(old))["CPU"] == "not recorded" and dict(machine.card(old))["kernel"] == "not recorded"
+    assert "not recorded" in machine.card_html(old) and "2 cores" in machine.summary(old)
+
+
+def test_a_go_install_minio_is_named_by_its_commit():
+    versions = machine.versions({"versions": {"system_versions": {
+        "minio": "MinIO DEVELOPMENT.GOGET (github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c)"}}})
+    assert versions == [("server: minio", "MinIO commit 7aac2a2c5b7c of 2026-02-12 (github.com/minio/minio)")]
