@@ -8,6 +8,7 @@ import duckdb
 import pandas as pd
 import pytest
 
+from storebench.core.repeats import RepeatPolicy
 from storebench.data.datasets import imagenet
 from storebench.core.settings import ParamsError
 from storebench.experiments.layoutbench.layouts import measure as lb
@@ -129,10 +130,11 @@ def test_a_client_over_its_memory_tier_did_not_finish_and_the_rest_still_ran(wri
     endpoint, layouts, index_dir = written
     meta_path = tmp_path / "meta.parquet"
     meta.to_parquet(meta_path)
-    config = {"repeats": 1, "queries": ["Q1", "Q8", "Q3"]}
+    config = {"queries": ["Q1", "Q8", "Q3"]}
     with Wiretap(endpoint["host"], endpoint["port"]) as tap:
         place = S3Place(tap.endpoint(endpoint), "sb-test-layouts", "t/L1-objects")
-        rows = lb.run_client("L1-objects", {}, place, index_dir, meta_path, tap, config, COPIES, 10 * 2**20, tmp_path)
+        rows = lb.run_client("L1-objects", {}, place, index_dir, meta_path, tap, config, COPIES, 10 * 2**20, tmp_path,
+                             RepeatPolicy.exactly(1))
     status = {r["query"]: r["status"] for r in rows}
     # unlimited, this client peaks at ~6 MB for Q1/Q3 (two images) and ~20 MB for Q8 (362 images, 16 in flight)
     assert status["Q1"] == "ok" and status["Q8"] == "did not finish" and status["Q3"] == "ok"
