@@ -87,7 +87,7 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     overhead = tables["dataloaders_overhead"]
     assert {"localfs", "rocksdb"} <= set(overhead.system) and (overhead.loader_vs_bare > 0).all()
     page = (tmp_path / "dataloaders.html").read_text()
-    assert "seed Table 1" in page and "CIFAR-100" in page and "Loader cost" in page
+    assert "Table 1, ours beside the seed" in page and "CIFAR-100" in page and "Loader cost" in page
     recorded = json.loads((tmp_path / "dataloaders.findings.json").read_text())
     workers = [c for c in recorded["claims"] if "workers" in c["metric"]]
     assert workers and all(c["verdict"] == "not comparable" and "2 cores" in c["why"] for c in workers)

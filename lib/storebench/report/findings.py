@@ -14,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from storebench.core.repeats import RepeatPolicy
 from storebench.core import stats
 from storebench.core.experiment import PAPERS, Experiment
 
@@ -368,11 +369,29 @@ class Findings:
         """The findings file's content: what the report and the index render."""
         run = {key: manifest.get(key) for key in ("run_id", "started_utc", "finished_utc", "duration_s", "scale",
                                                      "git_rev", "params_hash", "machine")}
-        run["repeats"] = (manifest.get("settings") or {}).get("repeats")
+        settings = manifest.get("settings") or {}
+        run["repeats"] = settings.get("repeats")
+        run["repeat_policy"] = policy_text(settings) if isinstance(run["repeats"], int) else None
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
                 "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],
                 "run": run}
+
+
+def repeat_policy(settings: dict) -> RepeatPolicy:
+    """The repeat policy a run's recorded settings state."""
+    repeats = settings["repeats"]
+    given = {key: settings.get(key) for key in ("target_ci", "cell_cap_s", "min_repeat_s")}
+    return RepeatPolicy(min_repeats=repeats, max_repeats=max(settings.get("max_repeats") or repeats, repeats),
+                        **{key: value for key, value in given.items() if value is not None})
+
+
+def policy_text(settings: dict) -> str:
+    """The repeat policy in words (a run recorded before the adaptive policy: its fixed repeats)."""
+    policy = repeat_policy(settings)
+    if "max_repeats" not in settings or policy.max_repeats == policy.min_repeats:
+        return f"{policy.min_repeats} repeats per cell"
+    return policy.describe()
 
 
 def path_for(out_dir: Path, experiment: str) -> Path:

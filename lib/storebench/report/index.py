@@ -136,15 +136,14 @@ def runs_summary(recorded: list[Recorded]) -> str:
     if not runs:
         return ""
     scales = ", ".join(sorted({str(r.get("scale")) for r in runs}))
-    repeats = sorted({r["repeats"] for r in runs if r.get("repeats")})
+    policies = sorted({r.get("repeat_policy") or f"{r['repeats']} repeats per cell" for r in runs if r.get("repeats")})
     machines = {machine_text(r["machine"]) for r in runs if r.get("machine")}
     started = [r["started_utc"] for r in runs if r.get("started_utc")]
     finished = [r["finished_utc"] for r in runs if r.get("finished_utc")]
     when = (f", between {min(started)[:16].replace('T', ' ')} and {max(finished or started)[:16].replace('T', ' ')} UTC"
             if started else "")
     revisions = ", ".join(sorted({str(r.get("git_rev")) for r in runs}))
-    repeats_text = (f"{repeats[0]} repeats per cell" if len(repeats) == 1 else
-                    f"{repeats[0]}-{repeats[-1]} repeats per cell") if repeats else "repeats: see each report"
+    repeats_text = policies[0] if len(policies) == 1 else "repeats: see each report"
     return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
             f"from git {html.escape(revisions)} ({len(runs)} runs).</p>")
 

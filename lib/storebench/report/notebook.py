@@ -96,7 +96,39 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     declared, run = experiment(name), tables.manifest
     return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
-            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run))}.</p>{claims_table(findings)}")
+            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run))}.</p>"
+            f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables))}.</p>{claims_table(findings)}")
+
+
+def repeats_text(tables: ResultTables) -> str:
+    """The repeat policy the run was measured under, and how its cells came out."""
+    settings = tables.settings
+    if not isinstance(settings.get("repeats"), int):
+        return machine.NOT_RECORDED
+    policy = recorded_findings.repeat_policy(settings)
+    cells = cells_summary([tables[name] for name in tables.names], policy.min_repeats)
+    return recorded_findings.policy_text(settings) + (f": {cells}" if cells else "")
+
+
+def cells_summary(frames, min_repeats: int) -> str:
+    """How the cells of a recorded run came out: their repeats and how many met the CI target (from
+    each cell's first repeat row, in every table that records its cell). Cells with fewer repeats
+    than the policy's minimum are single-run checks by design (a query under a memory limit, a
+    footprint probe): counted apart."""
+    firsts = [frame[frame["repeat"] == 0] for frame in frames
+              if {"repeat", "repeats", "ci_target_met"} <= set(frame.columns)]
+    cells = pd.concat([f[["repeats", "ci_target_met"]] for f in firsts if len(f)], ignore_index=True) if firsts else None
+    if cells is None or cells.empty:
+        return ""
+    timed, checks = cells[cells.repeats >= min_repeats], cells[cells.repeats < min_repeats]
+    text = ""
+    if len(timed):
+        met = int(timed.ci_target_met.astype(bool).sum())
+        text = (f"{len(timed):,} timed cells, {int(timed.repeats.min())}-{int(timed.repeats.max())} repeats each, "
+                f"the CI target met in {met:,} ({met / len(timed):.0%})")
+    if len(checks):
+        text += ("; " if text else "") + f"{len(checks):,} single-run checks (a memory limit, a footprint probe)"
+    return text
 
 
 def measured(run: dict) -> str:
@@ -105,8 +137,7 @@ def measured(run: dict) -> str:
     data = f"{settings['n_samples']:,} samples" if isinstance(settings.get("n_samples"), int) else "data size not recorded"
     if isinstance(settings.get("rows"), dict):
         data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
-    repeats = settings.get("repeats", machine.NOT_RECORDED)
-    return (f"scale {run.get('scale', machine.NOT_RECORDED)}, {data}, {repeats} repeats per configuration, "
+    return (f"scale {run.get('scale', machine.NOT_RECORDED)}, {data}, "
             f"on {machine.summary(run)} (run {run.get('run_id', machine.NOT_RECORDED)}, "
             f"{_duration(run.get('duration_s'))})")
 
