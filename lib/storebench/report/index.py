@@ -16,9 +16,9 @@ from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Record
 
 STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-height:1.4}
 li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#eee}
-table{border-collapse:collapse;font-size:90%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
+table{border-collapse:collapse;font-size:85%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
 th{vertical-align:bottom;font-weight:bold;white-space:nowrap} td:first-child{text-align:left}
-ol.columns{font-size:85%;color:#444} td{white-space:nowrap}
+ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} td{white-space:nowrap}
 td.noise{color:#888;font-style:italic} nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
 
 
@@ -44,7 +44,7 @@ def overview_table(recorded: list[Recorded]) -> str:
     units = {c: next(m.unit for m in metrics if m.column == c) for c in columns}
     head = "".join(f"<th title='{html.escape(c)}'>{_letter(i)} ({'%' if units[c] == '%' else 'ratio'})</th>"
                    for i, c in enumerate(columns))
-    legend = "".join(f"<li>{html.escape(c)}</li>" for c in columns)
+    legend = "".join(f"<li><b>{_letter(i)}</b>: {html.escape(c)}</li>" for i, c in enumerate(columns))
     rows = []
     for system in systems:
         cells = []
@@ -53,18 +53,26 @@ def overview_table(recorded: list[Recorded]) -> str:
             if m is None:
                 cells.append("<td>&ndash;</td>")
             elif m.within_noise:
-                cells.append(f'<td class="noise" title="95% CI includes no effect">{html.escape(m.text())} '
-                             f"(within noise)</td>")
+                cells.append(f'<td class="noise" title="95% CI includes no effect">{_value_lines(m.text())}'
+                             f"<br><small>(within noise)</small></td>")
             else:
-                cells.append(f"<td>{html.escape(m.text())}</td>")
+                cells.append(f"<td>{_value_lines(m.text())}</td>")
         rows.append(f"<tr><td>{html.escape(system)}</td>{''.join(cells)}</tr>")
     return (f"<div style='overflow-x:auto'><table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows)
-            + f"</table></div>\n<ol class='columns' type='A'>{legend}</ol>"
+            + f"</table></div>\n<ul class='columns'>{legend}</ul>"
             "<p>Value [95% CI], 3 significant digits, computed by each experiment from its own result table (one "
             "run, this machine); a ratio's CI comes from the ratio's own distribution (asymmetric), a share's stays "
             "within [0, 100%]; <i>no CI</i>: one repeat. <i>Within noise</i>: the 95% CI includes no effect (1x for "
             "a ratio, 0% for a share), so the figure is not a finding. &ndash;: not measured by that "
             "experiment.</p>")
+
+
+def _value_lines(text: str) -> str:
+    """A figure on one line and its interval (or why it has none) below it, so a table of many
+    figures fits the page."""
+    cut = min((i for i in (text.find(" ["), text.find(" (")) if i > 0), default=len(text))
+    value, rest = text[:cut], text[cut + 1:]
+    return html.escape(value) + (f"<br><small>{html.escape(rest)}</small>" if rest else "")
 
 
 def _letter(i: int) -> str:
