@@ -85,7 +85,7 @@ def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(t
         (tmp_path / f"{name}.html").write_text("<html></html>")
     page = index.build(tmp_path).read_text()
     assert page.index("Peng Cheng and Haryadi S. Gunawi") < page.index("Britto")  # papers in their order
-    assert 'class="noise"' in page and "50.0% [0%, 100%] (within noise)" in page
-    assert "<td>1.30x [1.28x, 1.32x]</td>" in page and "±" not in page
+    assert 'class="noise"' in page and "50.0%<br><small>[0%, 100%]</small><br><small>(within noise)</small>" in page
+    assert "<td>1.30x<br><small>[1.28x, 1.32x]</small></td>" in page and "±" not in page
     assert 'href="breakdown.html"' in page and 'href="loaders.html"' in page
     assert "Reports without recorded findings" in page and 'href="orphan.html"' in page
