@@ -335,18 +335,6 @@ def not_comparable(reference: str, statement: str, metric: str, why: str) -> Cla
     return Claim(reference, statement, metric, None, None, None, "", "", NOT_COMPARABLE, why)
 
 
-def claims_markdown(claims) -> str:
-    """The claims as a Markdown table (verdicts exactly as judged: the report's Findings text shows
-    these, never a verdict of its own)."""
-    lines = ["| paper | statement | ours (95% CI) | rule | verdict |", "|---|---|---|---|---|"]
-    for c in claims:
-        cell = lambda t: str(t).replace("|", "/")  # noqa: E731
-        why = f" ({cell(c.why)})" if c.why else ""
-        lines.append(f"| {cell(c.reference)} | {cell(c.statement)} | {cell(c.metric)}: {cell(c.interval_text())} | "
-                     f"{cell(c.rule or '-')} | **{c.verdict}**{why} |")
-    return "\n".join(lines)
-
-
 def _num(x) -> float | None:
     return float(x) if _finite(x) else None
 

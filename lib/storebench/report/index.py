@@ -153,7 +153,7 @@ def runs_summary(recorded: list[Recorded]) -> str:
     revisions = ", ".join(sorted({str(r.get("git_rev")) for r in runs}))
     repeats_text = policies[0] if len(policies) == 1 else "repeats: see each report"
     return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
-            f"from git {html.escape(revisions)} ({len(runs)} runs).</p>")
+            f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
 
 
 def build(reports_dir: Path = REPORTS_DIR) -> Path:

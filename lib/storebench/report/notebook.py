@@ -124,7 +124,8 @@ def cells_summary(frames, min_repeats: int) -> str:
     text = ""
     if len(timed):
         met = int(timed.ci_target_met.astype(bool).sum())
-        text = (f"{len(timed):,} timed cells, {int(timed.repeats.min())}-{int(timed.repeats.max())} repeats each, "
+        low, high = int(timed.repeats.min()), int(timed.repeats.max())
+        text = (f"{len(timed):,} timed cells, {low if low == high else f'{low}-{high}'} repeats each, "
                 f"the CI target met in {met:,} ({met / len(timed):.0%})")
     if len(checks):
         text += ("; " if text else "") + f"{len(checks):,} single-run checks (a memory limit, a footprint probe)"

@@ -11,7 +11,7 @@ from storebench.experiments.layoutbench.layouts import UNLIMITED, FOOTPRINT_QUER
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.layoutbench import published as paper002
-from storebench.report.findings import Findings, Metric, claims_markdown, sig3, above, below, judge, not_comparable, within
+from storebench.report.findings import Findings, Metric, sig3, above, below, judge, not_comparable, within
 
 EXPERIMENT = "layouts"
 
@@ -240,7 +240,6 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, copies: int, cla
     headline = (f"LayoutBench ({config['tier']}): small L1/L2 {_fmt(get('small', 'L1_over_L2'))}, large L1/L2 "
                 f"{_fmt(get('large', 'L1_over_L2'))}; L3 reads {_fmt(l3_selective.max() if len(l3_selective) else np.nan)} "
                 f"the minimum on selective queries; L4 (Lance) {_fmt(l4['mid'])} of the best of L1/L2 on mid queries")
-    lines += ["**The seed's statements, judged from 95% CIs** (the claims at the top):", "", claims_markdown(claims)]
     return Findings(headline, "\n".join(lines), metrics=list(metrics), claims=claims)
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from storebench.experiments.ml_storage_study.embeddings import STREAM_STANDS_FOR, UPDATES, LOCALITIES, SWEEPS, CONFIG_KEYS
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
-from storebench.report.findings import (Findings, Metric, above, claims_markdown, judge, judge_metric, not_comparable,
+from storebench.report.findings import (Findings, Metric, above, judge, judge_metric, not_comparable,
                                         power, ratio, within)
 
 EXPERIMENT = "embeddings"
@@ -231,7 +231,7 @@ def findings(summary: pd.DataFrame, claims: tuple = ()) -> Findings:
     not comparable, each with the figures it rests on."""
     s = slopes(summary)
     streams = list(dict.fromkeys(summary.stream))
-    lines = [claims_markdown(claims), "", "| past the seed (Sec 6 future work) and context | ours |", "|---|---|"]
+    lines = ["| past the seed (Sec 6 future work) and context | ours |", "|---|---|"]
     lines += _future_lines(summary, streams)
     text = "\n".join([
         f"**Paper ({PAPER['source']}):** {PAPER['setup']}. {PAPER['dataset_size']}. TileDB and TensorStore show no "

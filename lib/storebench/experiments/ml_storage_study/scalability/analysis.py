@@ -8,7 +8,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.report.findings import Findings, claims_markdown, interval_text, Metric, above, judge, judge_metric, not_comparable, ratio, within
+from storebench.report.findings import Findings, interval_text, Metric, above, judge, judge_metric, not_comparable, ratio, within
 
 PAPER = {"text_base_mb": 228, "graph_base_mb": 21, "largest_gb": 1.0,
          "graph_read": "TileDB and TensorStore scale really well (similar time at every size, even over 1 GB); "
@@ -101,7 +101,6 @@ def findings(summary: pd.DataFrame, claims: tuple = ()) -> Findings:
         f"{PAPER['graph_base_mb']} MB up to x50 (~1 GB). {PAPER['graph_read']}; {PAPER['write']}. Caches not varied "
         "(RocksDB 50 MB, TileDB 10 MB).", "",
         "**Ours** (base sizes and factors of this scale preset; the stores' caches varied):", "", *lines, "",
-        "The seed's statements, judged from 95% CIs (the claims above):", "", claims_markdown(claims), "",
         *caches])
     metrics = tuple(Metric(r.system, f"read time x{r.size_ratio:g} input / x1, {r.workload} (scalability)",
                            float(r.read_growth), None, 1.0, "x", r.read_growth_low, r.read_growth_high)
