@@ -105,6 +105,48 @@ def test_namespaces_left_by_a_killed_run_are_removed(hop):
     assert stale not in namespaces() and hop.namespace in namespaces()  # a live run's is kept
 
 
+KILLED_RUN = """
+from storebench.testbed.netns import NetworkHop
+from storebench.testbed.netprofiles import EchoServer
+hop = NetworkHop().create()
+with EchoServer(hop) as echo:
+    print(hop.namespace, echo.proc.pid, flush=True)
+    input()
+"""
+
+
+@pytest.mark.slow
+def test_a_run_killed_inside_a_profile_leaves_nothing_that_blocks_the_next_hop():
+    """Killed with -9 while its echo server sits in its namespace: the server dies with it, and the
+    next hop removes the namespace and the veth end holding 198.18.0.1."""
+    run = subprocess.Popen([sys.executable, "-c", KILLED_RUN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
+    namespace, echo_pid = run.stdout.readline().split()
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 10
+    while _alive(int(echo_pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(int(echo_pid)), "the echo server outlived the run that started it"
+    try:
+        with NetworkHop() as hop:
+            assert namespace not in namespaces() and f"{namespace}h" not in links()
+            assert send_through(hop, 2**20) > 0
+    except NetworkHopUnavailable as why:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"no network namespaces here: {why}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead
+        return stat.read().split(")")[-1].split()[0] != "Z"
+
+
 def test_rates_in_tc_syntax():
     assert bits_per_second("1gbit") == 10**9 and bits_per_second("100mbit") == 10**8
     with pytest.raises(ValueError, match="kbit/mbit/gbit"):

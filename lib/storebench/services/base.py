@@ -208,9 +208,19 @@ except (OSError, AttributeError):  # not Linux
     _prctl = None
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def set_parent_death_signal() -> None:
+    """SIGTERM this process when its parent dies (a Popen preexec_fn: runs in the child between fork and exec)."""
     if _prctl is not None:
         _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def dies_with_parent():
+    """The ``preexec_fn`` for a helper process that must not outlive this one, or None where it cannot
+    apply: the signal comes when the *thread* that started the child exits, so only the main thread's
+    children get it."""
+    if _prctl is None or threading.current_thread() is not threading.main_thread():
+        return None
+    return set_parent_death_signal
 
 
 # ------------------------------------------------------------------------------ service
@@ -337,14 +347,12 @@ class LocalService:
         with self._open_log(log_file) as out:
             out.write(("$ " + " ".join(cmd) + "\n").encode())
             out.flush()
-            die_with_parent = (not self._detached and _prctl is not None
-                               and threading.current_thread() is threading.main_thread())
             cmd = self._in_netns(cmd)
             try:
                 proc = subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     env=full_env, cwd=str(cwd or self.dir), start_new_session=True,
-                    preexec_fn=_die_with_parent if die_with_parent else None,
+                    preexec_fn=None if self._detached else dies_with_parent(),
                 )
             except OSError as exc:
                 raise self._error(f"could not run {cmd[0]}: {exc}",

@@ -44,14 +44,31 @@ def _tc(*args: str, inside: str | None = None, check: bool = True) -> subprocess
 
 
 def remove_stale_namespaces() -> list[str]:
-    """Delete namespaces of ours whose creating process is gone (a run killed with -9)."""
+    """Delete namespaces of ours whose creating process is gone (a run killed with -9), with what
+    outlived it: processes still inside (they would keep the namespace and its veth alive) and the
+    veth's end here (it holds 198.18.0.1, which the next hop needs)."""
     listed = _ip("netns", "list", check=False).stdout
     removed = []
-    for name in re.findall(rf"^({PREFIX}(\d+))\b", listed, flags=re.M):
-        if not psutil.pid_exists(int(name[1])):
-            _ip("netns", "delete", name[0], check=False)
-            removed.append(name[0])
+    for name, pid in re.findall(rf"^({PREFIX}(\d+))\b", listed, flags=re.M):
+        if psutil.pid_exists(int(pid)):
+            continue
+        for inside in _ip("netns", "pids", name, check=False).stdout.split():
+            _kill(int(inside))
+        _ip("link", "delete", f"{name}h", check=False)
+        _ip("netns", "delete", name, check=False)
+        removed.append(name)
+    for name, pid in re.findall(rf"^\d+: ({PREFIX}(\d+))h@", _ip("-o", "link", "show", check=False).stdout, flags=re.M):
+        if not psutil.pid_exists(int(pid)):  # its namespace already deleted, but a process inside kept it
+            _ip("link", "delete", f"{name}h", check=False)
+            removed.append(f"{name}h")
     return removed
+
+
+def _kill(pid: int) -> None:
+    try:
+        psutil.Process(pid).kill()
+    except psutil.Error:
+        pass
 
 
 class NetworkHop:

@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from storebench.services.base import dies_with_parent
 from storebench.testbed.netns import NetworkHop, bits_per_second
 
 
@@ -211,7 +212,7 @@ class EchoServer:
     def __enter__(self) -> "EchoServer":
         cmd = [sys.executable, "-m", __name__, "serve", self.host]
         self.proc = subprocess.Popen(self.hop.inside_command(cmd) if self.hop else cmd, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, preexec_fn=dies_with_parent())
         line = self.proc.stdout.readline().strip()
         if not line.isdigit():
             self.proc.kill()

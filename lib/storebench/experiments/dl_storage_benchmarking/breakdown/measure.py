@@ -42,6 +42,7 @@ from storebench.data.workloads import Workload
 from storebench.experiments.common import (Run, Skipped, failure, has_server, loaded_reader, measure_into, record,
                                            record_skipped, system_locations)
 from storebench.experiments.dl_storage_benchmarking.breakdown import IN_NAMESPACE, LOCAL_READ_LOCATION
+from storebench.services.base import dies_with_parent
 from storebench.stores import get_store_class
 from storebench.stores.readers import ObjectReader
 from storebench.stores.systems import ServicePool
@@ -252,7 +253,8 @@ class NamespaceClient:
         spec_path.write_bytes(pickle.dumps(self.spec))
         self.stderr = open(Path(self.tmp.name) / "stderr.txt", "w+")
         self.proc = subprocess.Popen(self.hop.inside_command([sys.executable, "-m", __name__, str(spec_path)]),
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+                                     preexec_fn=dies_with_parent())
         return self
 
     def measure_pass(self, cold: bool, passes: int = 1):
