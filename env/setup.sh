@@ -41,6 +41,8 @@ fi
 
 # The five servers (Redis, Cassandra, MinIO, FerretDB, Ceph) and `rados` in the venv.
 [ "${STOREBENCH_SKIP_SERVERS:-0}" = 1 ] || bash "$STOREBENCH_ENV_DIR/servers/install-all.sh" "$VENV"
+# The native benchmark tools the calibration runs beside them (db_bench, storebench-s3get).
+[ "${STOREBENCH_SKIP_SERVERS:-0}" = 1 ] || bash "$STOREBENCH_ENV_DIR/tools/install-tools.sh"
 
 # DVC's cache lives beside the other caches, so fresh clones on this machine share it.
 if [ -d "$STOREBENCH_REPO/.dvc" ]; then

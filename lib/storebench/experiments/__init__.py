@@ -7,6 +7,7 @@ stage must not depend on every experiment.)"""
 from __future__ import annotations
 
 EXPERIMENTS = {
+    "calibration": "harness",
     "location": "dl_storage_benchmarking",
     "access_pattern": "dl_storage_benchmarking",
     "format": "dl_storage_benchmarking",

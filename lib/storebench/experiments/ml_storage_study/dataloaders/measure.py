@@ -98,7 +98,7 @@ class Settings(Base):
     order: Literal["sequential", "shuffled"] = "sequential"
     writers: PositiveInt = 2
     chunk_rows: PositiveInt = 64
-    overhead_rounds: PositiveInt = 3
+    overhead_rounds: PositiveInt = 5
     overhead_systems: list[LoaderSystem] = []
 
     @model_validator(mode="after")
@@ -271,7 +271,7 @@ class SourceRun:
             point = max(candidates, key=lambda p: (p.batch_size, p.prefetch or 0))
             dataset, batches = self.dataset(source, point)
             timed, bare = [], []
-            for _ in range(self.config.get("overhead_rounds", 3)):
+            for _ in range(self.config.get("overhead_rounds", 5)):
                 timed.append(rowloaders.run_epoch(rowloaders.row_loader(dataset, 0, batches=batches)).seconds)
                 bare.append(rowloaders.bare_epoch(dataset, batches).seconds)
             n = len(self.samples)
@@ -280,8 +280,14 @@ class SourceRun:
                         "bare_rows_per_second": n / np.median(bare),
                         "loader_vs_bare": float(np.median(bare) / np.median(timed)),
                         "loader_us_per_row": 1e6 * np.median(timed) / n, "bare_us_per_row": 1e6 * np.median(bare) / n,
+                        "loader_round_seconds": _joined(timed), "bare_round_seconds": _joined(bare),
                         "heap": heap_setting(), **self.versions, **machine()})
         return out
+
+
+def _joined(seconds: list[float]) -> str:
+    """Each round's seconds, ';'-separated (one CSV cell): the analysis takes a CI over them."""
+    return ";".join(f"{s:.6g}" for s in seconds)
 
 
 # ------------------------------------------------------------------------------- the run

@@ -1,0 +1,91 @@
+"""The calibration: storebench's clients beside each system's own tool on a real server (Redis with
+redis-benchmark, RocksDB with db_bench, MinIO with the minio-go loop, Ceph with rados bench), then the
+report notebook on the recorded tables; and the ratio analysis on known rows."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from storebench.core.experiment import ResultTables
+from storebench.experiments.harness.calibration import analysis, native
+from storebench.pipeline import notebooks, run
+
+# Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
+def test_redis_and_rocksdb_beside_their_tools_at_smoke_scale(tmp_path):
+    results = tmp_path / "results"
+    tables = run.measure("calibration", "smoke", results_root=results, progress=False)
+    rows = tables["calibration"]
+    assert set(rows.system) == {"redis", "rocksdb"}
+    assert set(rows.client_kind) == {"storebench", "native tool"}
+    assert (rows.ops_per_s > 0).all() and (rows.client_cpu_us_per_op > 0).all() and rows.load_1min.notna().all()
+    assert rows.groupby(["system", "operation", "client"]).size().eq(2).all()  # 2 rounds at smoke, warm-up dropped
+    assert rows[rows.system == "redis"].server_cpu_us_per_op.notna().all()
+    tools = tables["tools"]
+    assert set(tools.status) >= {"ran"} and tools.tool.str.contains("cassandra-stress").any()
+    notebooks.run("calibration", out_dir=tmp_path, results_dir=results, progress=False)
+    recorded = json.loads((tmp_path / "calibration.findings.json").read_text())
+    assert recorded["paper"] == "harness" and recorded["metrics"] and recorded["claims"]
+    page = (tmp_path / "calibration.html").read_text()
+    assert "redis-benchmark" in page and "db_bench" in page and "Traceback" not in page
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
+def test_s3_and_rados_beside_their_tools(tmp_path):
+    tables = run.measure("calibration", "smoke", results_root=tmp_path, progress=False,
+                         overrides={"pairs": ["s3", "rados"], "s3_object_bytes": [1024]})
+    rows = tables["calibration"]
+    clients = rows.groupby("system").client.unique()
+    assert len(clients["minio"]) == 3 and any("obstore" in c for c in clients["minio"])
+    assert any(c.startswith("rados bench") for c in clients["ceph"])
+    assert (rows.ops_per_s > 0).all()
+
+
+def test_a_missing_tool_is_named_with_what_installs_it(monkeypatch):
+    monkeypatch.setattr(native.shutil, "which", lambda _name: None)
+    monkeypatch.setattr(native, "cache_dir", lambda: __import__("pathlib").Path("/nonexistent"))
+    with pytest.raises(native.ToolMissing, match="db_bench is not installed .*rocksdb-tools"):
+        native.find("db_bench", "Debian rocksdb-tools")
+
+
+def passes(system, client, kind, rates):
+    return [{"system": system, "operation": "GET", "value_bytes": 1024, "concurrency": 16, "unit": "GETs/s",
+             "client": client, "client_kind": kind, "round": i, "ops": 100, "seconds": 100 / r, "ops_per_s": r,
+             "client_cpu_us_per_op": 10.0, "server_cpu_us_per_op": 5.0, "load_1min": 1.0}
+            for i, r in enumerate(rates)]
+
+
+def test_ratios_and_verdicts_from_the_rounds():
+    rows = pd.DataFrame(passes("minio", "obstore x", "storebench", [950, 960, 940, 955, 945])
+                        + passes("minio", "minio-py y", "storebench", [400, 410, 390, 405, 395])
+                        + passes("minio", "storebench-s3get", "native tool", [1000, 1010, 990, 1005, 995]))
+    table = analysis.ratios(rows)
+    fast = table[table.client == "obstore x"].iloc[0]
+    assert fast.ratio == pytest.approx(0.95, abs=0.01) and fast.ratio_low < 0.95 < fast.ratio_high
+    claims = analysis.claims(table)
+    assert len(claims) == 1 and claims[0].verdict == "holds"  # only obstore has a target; its CI is above 0.9
+    slow = table[table.client == "minio-py y"].iloc[0]
+    assert slow.ratio == pytest.approx(0.4, abs=0.01)
+
+
+def test_loader_ratios_take_a_ci_over_the_recorded_rounds():
+    overheads = pd.DataFrame([{"workload": "text", "system": "rocksdb", "loader": "map", "layout": "1 rows/key",
+                               "batch_size": 1024, "loader_rows_per_second": 90.0, "bare_rows_per_second": 100.0,
+                               "loader_vs_bare": 0.9, "rounds": 5, "loader_round_seconds": "1.1;1.12;1.09;1.11;1.1",
+                               "bare_round_seconds": "1.0;1.01;0.99;1.0;1.0"}])
+    loaders = analysis.loader_ratios(overheads)
+    assert loaders.ratio.iloc[0] == pytest.approx(1.0 / 1.104, rel=0.01)
+    assert np.isfinite(loaders.ratio_low.iloc[0]) and loaders.rounds.iloc[0] == 5
+    assert analysis.loader_claims(loaders)[0].verdict in {"holds", "inconclusive", "does not hold"}
+
+
+def test_findings_name_the_worst_comparison():
+    rows = pd.DataFrame(passes("minio", "obstore x", "storebench", [500] * 5)
+                        + passes("minio", "storebench-s3get", "native tool", [1000] * 5))
+    found = analysis.analyse(ResultTables({"calibration": rows}, {"machine": {"cores": 2}}))
+    assert "0.50x" in found.headline and "2 cores" in found.headline
