@@ -175,6 +175,22 @@ def test_load_batch_reads_every_sample_of_each_split_once_verified(system, inges
         assert sorted(again) == sorted(splits.ids[0]) and again != splits.ids[0]
 
 
+@pytest.mark.server
+def test_redis_reads_from_many_threads_at_once_are_each_their_own(redis_store, images, splits):
+    """32 reader threads, batches of 256 cut into 32 reads: every batch verified, epoch after epoch (a store
+    whose handle reads over one held connection is opened per thread: threads sharing one socket would
+    read each other's replies)."""
+    catalog = Catalog.from_frame(images.table)
+    blob_of = dict(zip(images.table["id"], images.blobs))
+    source = StoreBlobs(StoreOpener.of(redis_store), in_flight=32)
+    with PrefetchLoader(source, catalog, splits, batch_size=256, depth=4) as loader:
+        for _ in range(5):
+            for _ in range(loader.num_batches[0]):
+                batch = loader.load_batch(0)
+                assert all(blob_of[u] == b for u, b in zip(batch.ids, batch.blobs))
+            loader.rewind_splits(shuffle=True)
+
+
 # ------------------------------------------------------------------------------ the PyTorch face
 @pytest.mark.server
 @pytest.mark.parametrize("system", ["cassandra", "rocksdb"])
