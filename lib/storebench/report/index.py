@@ -22,14 +22,18 @@ ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} td{white-spa
 td.noise{color:#888;font-style:italic} nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
 
 
-def verdict_counts(recorded: list[Recorded]) -> str:
-    """How many of a paper's claims hold, do not hold, are inconclusive or not comparable."""
+WHOSE = {"harness": "(storebench's own targets for its clients)"}
+
+
+def verdict_counts(recorded: list[Recorded], whose: str = "of the paper") -> str:
+    """How many of a paper's claims (or the harness's targets) hold, do not hold, are inconclusive or not
+    comparable."""
     counts = {v: sum(r.verdict_counts[v] for r in recorded) for v in VERDICTS}
     total = sum(counts.values())
     if not total:
         return "<p class='verdicts'>No claims judged yet.</p>"
     spans = "".join(f"<span style='color:{VERDICT_COLOURS[v]}'><b>{n}</b> {v}</span>" for v, n in counts.items())
-    return f"<p class='verdicts'>{total} claims of the paper judged: {spans}</p>"
+    return f"<p class='verdicts'>{total} claims {whose} judged: {spans}</p>"
 
 
 def overview_table(recorded: list[Recorded]) -> str:
@@ -122,7 +126,7 @@ def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2") -> 
             continue
         table = overview_table(mine) if not prefix else ""
         sections.append(f'<section id="{paper}{prefix.strip("/")}"><{heading}>{html.escape(PAPERS[paper])}'
-                        f"</{heading}>\n{verdict_counts(mine)}{table}<ul>\n"
+                        f"</{heading}>\n{verdict_counts(mine, WHOSE.get(paper, 'of the paper'))}{table}<ul>\n"
                         + "\n".join(report_items(reports_dir, mine, prefix)) + "\n</ul></section>")
     missing = [m for m in unrecorded(reports_dir, recorded) if m != "index"]
     if missing:
