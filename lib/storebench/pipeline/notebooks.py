@@ -6,7 +6,9 @@ this). The notebook reads the recorded tables (results/<experiment>/) and starts
 from __future__ import annotations
 
 import argparse
+import html
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -41,35 +43,81 @@ def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parame
 
 
 STYLE = """<style>
-main { max-width: 1200px; margin: 0 auto; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; font-size: 15px; line-height: 1.45;
+       color: #1f2328; margin: 0; }
+main { max-width: 1200px; margin: 0 auto; padding: 1.5em 2em; }
+h1 { font-size: 1.8em; font-weight: 500; } h2 { margin-top: 1.6em; font-weight: 500; } h3 { font-weight: 600; }
+table { border-collapse: collapse; font-size: 90%; margin: .5em 0 1em; table-layout: auto; }
+th, td { padding: .3em .6em; border-bottom: 1px solid #d0d7de; text-align: left; vertical-align: top;
+         white-space: normal; max-width: 40em; }
+tbody tr:nth-child(odd) { background: #f6f8fa; }
+caption { caption-side: top; text-align: left; font-weight: bold; padding: 4px 0; }
+img { max-width: 100%; height: auto; }
+pre, code { font-family: ui-monospace, monospace; font-size: 90%; }
+pre { white-space: pre-wrap; }
 .sb-scroll { overflow-x: auto; max-width: 100%; }
-.jp-RenderedHTMLCommon table { table-layout: auto; }
-.jp-RenderedHTMLCommon td, .jp-RenderedHTMLCommon th { white-space: normal; max-width: 40em; }
-.jp-RenderedHTMLCommon caption { caption-side: top; text-align: left; font-weight: bold; padding: 4px 0; }
 .sb-card th { font-weight: normal; color: #57606a; }
 .sb-note { color: #57606a; font-size: 90%; }
 details > summary { cursor: pointer; color: #0969da; }
 </style>
 """
+# What a code cell's output shows, in order of preference (the richest the cell produced).
+SHOWN = ("text/html", "image/png", "image/jpeg", "image/svg+xml", "text/markdown", "text/plain")
 
 
 def render_html(notebook: Path, target: Path, log=None) -> Path:
-    """The executed notebook as the HTML a reviewer reads: no code (a code cell shows only its outputs;
-    one without any, such as the parameters cell, is left out), a link back to the index, the
-    title as the page's <title>, no log or warning line (a cell's stderr goes to ``log``, the
-    stage's own log, instead) and no path of this machine (repo-relative ones instead)."""
+    """The executed notebook as the document a reviewer reads: its markdown and its cells' outputs, nothing of
+    the notebook itself (no code, no cell markup, no notebook styles); a link back to the index, the title as
+    the page's <title>, no log or warning line (a cell's stderr goes to ``log``, the stage's own log, instead)
+    and no path of this machine (repo-relative ones instead)."""
     import nbformat
-    from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
     node = nbformat.read(notebook, as_version=4)
     move_stderr(node, log or sys.stderr)
-    node.cells = [c for c in node.cells if c.cell_type != "code" or c.get("outputs")]  # e.g. the parameters cell
     strip_machine_paths(node)
-    node.cells.insert(0, nbformat.v4.new_markdown_cell("[← all storebench reports](index.html)"))  # its sibling
-    body, _ = exporter.from_notebook_node(node, resources={"metadata": {"name": title(node)}})
-    target.write_text(body.replace("</head>", STYLE + "</head>", 1), encoding="utf-8")
+    parts = ['<p><a href="index.html">&larr; all storebench reports</a></p>']  # its sibling
+    for cell in node.cells:
+        if cell.cell_type == "markdown":
+            parts.append(markdown_html(cell.source))
+        elif cell.cell_type == "code":
+            parts.extend(output_html(output) for output in cell.get("outputs", []))
+    page = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+            f"<title>{html.escape(title(node), quote=False)}</title>\n{STYLE}</head>\n"
+            f"<body><main>\n" + "\n".join(p for p in parts if p) + "\n</main></body></html>\n")
+    target.write_text(page, encoding="utf-8")
     return target
+
+
+def markdown_html(text: str) -> str:
+    """Markdown as HTML (nbconvert's renderer), without the pilcrow links it puts in every heading."""
+    from nbconvert.filters.markdown import markdown2html
+
+    return re.sub(r'<a class="anchor-link" href="#[^"]*">&#182;</a>', "", markdown2html(text))
+
+
+def output_html(output) -> str:
+    """One output of a code cell as HTML (stderr is already gone: see ``move_stderr``)."""
+    if output.get("output_type") == "stream":
+        return f"<pre>{html.escape(output.get('text', ''))}</pre>"
+    if output.get("output_type") == "error":
+        return f"<pre>{html.escape(output.get('ename', ''))}: {html.escape(output.get('evalue', ''))}</pre>"
+    data = output.get("data", {})
+    mime = next((m for m in SHOWN if m in data), None)
+    value = data.get(mime)
+    if isinstance(value, list):
+        value = "".join(value)
+    if mime == "text/html":
+        return f'<div class="sb-output">{value}</div>'
+    if mime in ("image/png", "image/jpeg"):
+        return f'<p><img src="data:{mime};base64,{value.strip()}" alt="figure"></p>'
+    if mime == "image/svg+xml":
+        return value
+    if mime == "text/markdown":
+        return markdown_html(value)
+    if mime == "text/plain":
+        return f"<pre>{html.escape(value)}</pre>"
+    return ""
 
 
 def move_stderr(node, log) -> None:
