@@ -20,7 +20,7 @@ from storebench.data.workloads import Workload
 from storebench.core.repeats import RepeatPolicy
 
 # Tier markers are per test: `server` on each test that needs it, none on the pure ones.
-FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490}  # own instances, apart from the session's servers
+FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490, "mongodb-api": 27090, "ceph": 3390}  # own instances, apart from the session's servers
 
 
 @pytest.fixture
@@ -234,3 +234,42 @@ def test_a_server_restarted_during_a_loader_epoch_rides_through_verified_or_fail
         finally:
             restart.join()
         store.close()
+
+
+HUNG = {"mongodb-api": ("mongodb-ferretdb", "ferretdb"), "ceph": ("ceph", "ceph-osd")}  # service, process to stop
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("system", list(HUNG))
+def test_a_hung_server_times_out_after_the_stated_timeout(system, tmp_path):
+    """The server's process stopped (SIGSTOP: it holds its connections and answers nothing): the client gives
+    up after its stated timeout with a clear error, and nothing of the run is recorded."""
+    service, process = HUNG[system]
+    with local_service(service, tmp_path, "disk", port=FAULT_PORT[system]) as svc:
+        store = get_store_class(system)(svc.endpoint(), namespace="hung", timeout=2.0)
+        reader = ObjectReader.ingest(store, datasets.synthetic(300), get_format("pickle"), 1, progress=False)
+        (stopped,) = [p for p in _processes(svc) if process in p.name()]
+        run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
+        timer = threading.Timer(0.5, stopped.suspend)
+        timer.start()
+        t0 = time.monotonic()
+        try:
+            with pytest.raises(MeasurementFailed, match=rf"^{system} failed during sequential-1 at disk-warm: "
+                                                        r"\w*(Timeout|TimedOut)\w*: .*did not answer within the "
+                                                        r"client's timeout.*No result"):
+                measure_into(run, reader, Workload("sequential", 1, 1, 300), location="disk-warm",
+                             policy=RepeatPolicy.exactly(500), dataset="synthetic", format="pickle", scale="smoke",
+                             seed=0)
+        finally:
+            timer.cancel()
+            stopped.resume()
+        assert time.monotonic() - t0 < 60  # gave up instead of hanging
+        assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))
+        store.close()
+
+
+def _processes(svc):
+    import psutil
+
+    procs = [psutil.Process(pid) for pid in svc.pids()]
+    return procs + [child for p in procs for child in p.children(recursive=True)]

@@ -5,6 +5,8 @@ async reads are how its clients overlap requests).
 """
 from __future__ import annotations
 
+import errno
+import os
 import threading
 
 import rados
@@ -29,10 +31,14 @@ class CephStore(ServerStore):
     client_package = "rados"
     service = "ceph"
 
-    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None):
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, timeout: float = 60.0):
         super().__init__(endpoint, namespace, service)
-        self.cluster = rados.Rados(conffile=endpoint["conffile"], name=endpoint.get("name", "client.admin"),
-                                   conf={"keyring": endpoint["keyring"]} if endpoint.get("keyring") else {})
+        # An operation the OSDs (or monitors) do not answer within ``timeout`` s fails with ETIMEDOUT
+        # (librados waits forever by default): a hung cluster is an error, not a hang.
+        conf = {"rados_osd_op_timeout": str(max(1, round(timeout))), "rados_mon_op_timeout": str(max(1, round(timeout)))}
+        if endpoint.get("keyring"):
+            conf["keyring"] = endpoint["keyring"]
+        self.cluster = rados.Rados(conffile=endpoint["conffile"], name=endpoint.get("name", "client.admin"), conf=conf)
         try:
             self.cluster.connect(timeout=30)
         except (rados.PermissionDeniedError, rados.Error) as error:
@@ -69,6 +75,8 @@ class CephStore(ServerStore):
             return self._read_rest(name, self.ioctx.read(name, asked, 0), asked)
         except rados.ObjectNotFound:
             raise KeyError(key) from None
+        except rados.TimedOut as error:
+            raise TimeoutError(errno.ETIMEDOUT, f"ceph: read of {name} timed out ({error})") from None
 
     def get_many(self, keys):
         names = [_name(k) for k in keys]
@@ -77,10 +85,14 @@ class CephStore(ServerStore):
         pending = [len(names)]
         lock = threading.Lock()
 
+        errors: dict[int, int] = {}
+
         def finished(i):
             def callback(completion, data):
                 length = completion.get_return_value()  # bytes read; python-rados hands a 0-byte read
                 results[i] = data[:length] if length >= 0 else None  # the whole zeroed buffer
+                if length < 0 and length != -errno.ENOENT:
+                    errors[i] = -length
 
                 with lock:
                     pending[0] -= 1
@@ -95,6 +107,11 @@ class CephStore(ServerStore):
         done.wait()
         for c in completions:
             c.wait_for_complete_and_cb()
+        if errors:
+            i, code = next(iter(errors.items()))
+            error = TimeoutError if code == errno.ETIMEDOUT else OSError
+            raise error(code, f"ceph: aio_read of {names[i]} failed ({os.strerror(code)}; {len(errors)} of "
+                              f"{len(names)} reads of the batch failed)")
         values = [results.get(i) for i in range(len(names))]
         self._all_found(keys, values)
         return [self._read_rest(n, v, asked) for n, v in zip(names, values)]

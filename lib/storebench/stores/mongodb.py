@@ -40,9 +40,14 @@ class MongoDBStore(ServerStore):
     client_package = "pymongo"
     service = "mongodb-ferretdb"
 
-    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None):
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, timeout: float = 60.0):
         super().__init__(endpoint, namespace, service)
-        self.client = pymongo.MongoClient(endpoint["uri"], serverSelectionTimeoutMS=10_000)
+        # Each request gives up after ``timeout`` s (pymongo's NetworkTimeout), and is not retried: a
+        # retry would hide the fault (pymongo retries a read once by default).
+        self.client = pymongo.MongoClient(endpoint["uri"], serverSelectionTimeoutMS=int(1000 * min(timeout, 10.0)),
+                                          socketTimeoutMS=int(1000 * timeout),
+                                          connectTimeoutMS=int(1000 * min(timeout, 10.0)),
+                                          retryReads=False, retryWrites=False)
         self.db = self.client[endpoint.get("database", "storebench")]
         self.collection = self.db[namespace]
         try:
@@ -119,8 +124,9 @@ class MongoDBConcurrentStore(MongoDBStore):
     capabilities = Capabilities(native_multi_get=False, full_scan=True, in_memory_only=False,
                                 concurrent_multi_get=True, has_server=True)
 
-    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, parallel: int = 16):
-        super().__init__(endpoint, namespace, service)
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, parallel: int = 16,
+                 timeout: float = 60.0):
+        super().__init__(endpoint, namespace, service, timeout)
         self.parallel = parallel
         self.pool = ThreadPoolExecutor(parallel, thread_name_prefix="mongo-find")
 
