@@ -19,6 +19,19 @@ def test_get_many_keeps_request_order(store):
     assert store.get_many(keys) == [value_for(k) for k in keys]
 
 
+def test_one_handle_serves_many_threads(store):
+    """The loaders share one handle among their reader threads: every thread's reads come back whole and
+    its own, never another thread's reply."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store.put_many((k, value_for(k)) for k in range(400))
+    rng = np.random.default_rng(0)
+    requests = [rng.choice(400, size=int(rng.integers(1, 17)), replace=False).tolist() for _ in range(400)]
+    with ThreadPoolExecutor(8) as pool:
+        replies = list(pool.map(store.get_many, requests))
+    assert replies == [[value_for(k) for k in keys] for keys in requests]
+
+
 def test_scan_returns_everything_in_key_order(store):
     keys = [5, 1, 30, 2]
     store.put_many((k, value_for(k)) for k in keys)
@@ -139,3 +152,20 @@ def test_array_store_survives_reopen(array_store, small_dataset):
     array_store.reopen()
     images, _ = array_store.read(np.arange(10))
     assert np.array_equal(images, small_dataset.images[:10])
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("in_flight", [1, 3])
+def test_ceph_reads_through_a_sliding_window(servers, in_flight):
+    """``in_flight`` bounds the reads in flight (the window slides: one issued as each completes) and the
+    batch still comes back whole and in request order, a missing key still a KeyError."""
+    svc = servers.get("ceph", "disk")
+    with get_store_class("ceph")(svc.endpoint(), namespace=f"window{in_flight}", in_flight=in_flight) as store:
+        store.put_many((k, value_for(k)) for k in range(40))
+        keys = [39, 0, 7, 7, 21, *range(10)]
+        assert store.get_many(keys) == [value_for(k) for k in keys]
+        with pytest.raises(KeyError):
+            store.get_many([1, 2, 99, 3])
+        store.clear()
+    with pytest.raises(ValueError, match="in_flight"):
+        get_store_class("ceph")(svc.endpoint(), in_flight=0)

@@ -56,6 +56,10 @@ class Experiment:
     paper: str  # a key of PAPERS
     reference: str  # section, figures and tables of the paper it reproduces
     question: str  # one sentence
+    # For an experiment that does not follow the repeat policy or read the n_samples dataset: how it
+    # repeats and what it reads, as templates filled from its settings (the report's Repeats and Measured).
+    repeats: str | None = None
+    data: str | None = None
 
     def __post_init__(self):
         if self.paper not in PAPERS:

