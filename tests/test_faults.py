@@ -20,7 +20,8 @@ from storebench.data.workloads import Workload
 from storebench.core.repeats import RepeatPolicy
 
 # Tier markers are per test: `server` on each test that needs it, none on the pure ones.
-FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490, "mongodb-api": 27090, "ceph": 3390}  # own instances, apart from the session's servers
+FAULT_PORT = {"redis": 6390, "minio": 9090, "toxiproxy": 8490, "mongodb-api": 27090, "ceph": 3390,
+              "cassandra": 9390}  # own instances, apart from the session's servers
 
 
 @pytest.fixture
@@ -184,6 +185,43 @@ def test_connection_reset_mid_run_fails_the_run_and_records_nothing(relayed_redi
     finally:
         timer.cancel()
     assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))  # nothing of the run recorded
+
+
+RELAYED = {"minio": ("minio", "minio"), "minio-obstore": ("minio", "minio"),  # system: its service, its port
+           "mongodb-api": ("mongodb-ferretdb", "mongodb-api"), "cassandra": ("cassandra", "cassandra")}
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("system", list(RELAYED))
+def test_connection_reset_mid_batch_fails_clearly_for_every_client(system, tmp_path):
+    """Toxiproxy resets the connection while batches of 16 are being read: the run fails naming the system,
+    the phase and the reset (no client retries a read, so that a fault is never hidden), and records nothing."""
+    service, port = RELAYED[system]
+    with local_service(service, tmp_path / "server", "disk", port=FAULT_PORT[port]) as server, \
+            local_service("toxiproxy", tmp_path, port=FAULT_PORT["toxiproxy"]) as toxiproxy, \
+            NetworkPath("lan-1g", toxiproxy=toxiproxy) as path:
+        cls = get_store_class(system)
+        direct = cls(server.endpoint(), namespace="reset")
+        reader = ObjectReader.ingest(direct, datasets.synthetic(2000), get_format("pickle"), 1, progress=False)
+        through = cls(path.route(server.endpoint()), namespace="reset")
+        relayed = ObjectReader(through, reader.format, 1, reader.checksums, reader.sizes, reader.n_samples)
+        (proxy,) = list(toxiproxy.api().proxies())
+        run = Run(ResultWriter("faults", raw_dir=tmp_path / "raw"))
+        timer = _fault_after(0.5, toxiproxy.api(), proxy, "reset_peer", {"timeout": 0})
+        try:
+            with pytest.raises(MeasurementFailed, match=rf"^{system} failed during random-16 at disk-warm: ") as failed:
+                measure_into(run, relayed, Workload("random", 16, 1, 2000), location="disk-warm",
+                             policy=RepeatPolicy.exactly(500), dataset="synthetic", format="pickle", scale="smoke",
+                             seed=0)
+        finally:
+            timer.cancel()
+        said = str(failed.value).lower()
+        assert any(w in said for w in ("reset", "closed", "connection", "aborted", "eof")), said
+        assert "no result" in said
+        assert run.rows.empty and not list((tmp_path / "raw").glob("*.parquet"))
+        through.close()
+        direct.clear()
+        direct.close()
 
 
 @pytest.mark.server

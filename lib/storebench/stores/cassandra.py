@@ -9,6 +9,9 @@ The table's compression setting is part of the system version string.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
+from cassandra.cluster import NoHostAvailable
 from cassandra.concurrent import execute_concurrent_with_args
 
 from storebench.stores.cassandra_session import connect
@@ -45,26 +48,43 @@ class CassandraStore(ServerStore):
         rows = [(check_key(k), v) for k, v in items]
         execute_concurrent_with_args(self.session, self.insert, rows, concurrency=64, raise_on_first_error=True)
 
+    @contextmanager
+    def _node_answers(self):
+        """The driver's NoHostAvailable (often with no detail: it had already marked the node down) as
+        a ConnectionError that says which node was lost."""
+        try:
+            yield
+        except NoHostAvailable as error:
+            nodes = ", ".join(self.endpoint.get("contact_points", [])) or self.endpoint.get("host", "?")
+            detail = "; ".join(f"{host}: {why}" for host, why in error.errors.items()) or "the driver marked it down"
+            raise ConnectionError(f"cassandra at {nodes}:{self.endpoint.get('port', '?')}: no node answered; the "
+                                  f"connection to the node was lost, reset or refused ({detail})") from None
+
     def get(self, key):
-        row = self.session.execute(self.select_one, (check_key(key),)).one()
+        with self._node_answers():
+            row = self.session.execute(self.select_one, (check_key(key),)).one()
         if row is None:
             raise KeyError(key)
         return row.value
 
     def get_many(self, keys):
         ids = [check_key(k) for k in keys]
+        with self._node_answers():
+            values = self._read(ids)
+        return self._all_found(keys, values)
+
+    def _read(self, ids: list[int]) -> list:
         if self.concurrency:
             results = execute_concurrent_with_args(self.session, self.select_one, [(i,) for i in ids],
                                                    concurrency=self.concurrency, raise_on_first_error=True)
             rows = [result.one() for _, result in results]
-            values = [row.value if row is not None else None for row in rows]
-        else:
-            found = {row.id: row.value for row in self.session.execute(self.select_in, (ids,))}
-            values = [found.get(i) for i in ids]
-        return self._all_found(keys, values)
+            return [row.value if row is not None else None for row in rows]
+        found = {row.id: row.value for row in self.session.execute(self.select_in, (ids,))}
+        return [found.get(i) for i in ids]
 
     def scan(self):
-        rows = {row.id: row.value for row in self.session.execute(self.select_all)}  # token order -> sort
+        with self._node_answers():
+            rows = {row.id: row.value for row in self.session.execute(self.select_all)}  # token order -> sort
         for key in sorted(rows):
             yield key, rows[key]
 
