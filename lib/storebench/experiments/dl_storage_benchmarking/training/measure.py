@@ -269,7 +269,8 @@ def _measure_system(result: Run, store, dataset, config: Settings, location: str
         pass
     warm.close()
     fixed = dict(system=store.name, system_version=store.system_version(),
-                 client_version=f"{store.client_package} {package_version(store.client_package)}")
+                 client_version=f"{store.client_package} {package_version(store.client_package)}",
+                 client_config=store.client_config())
     plan = grid(config)
     policy = config.policy
     bar = tqdm(total=len(plan) * policy.min_repeats, desc=f"{EXPERIMENT} {store.name}", unit="repeat",

@@ -204,10 +204,11 @@ class SourceRun:
     """What one (workload, system, R or table) measurement needs, and its rows."""
 
     def __init__(self, run: Run, config: dict, workload: str, samples, fingerprints, system: str,
-                 system_version: str, client_version: str, location: str, progress: bool):
+                 system_version: str, client_version: str, location: str, progress: bool, client_config: str = ""):
         self.run, self.config, self.workload, self.samples = run, config, workload, samples
         self.fingerprints, self.system, self.location, self.progress = fingerprints, system, location, progress
-        self.versions = {"system_version": system_version, "client_version": client_version}
+        self.versions = {"system_version": system_version, "client_version": client_version,
+                         "client_config": client_config or client_version}
 
     def write_row(self, repeat: int, seconds: float, rows_per_key: int, writers: int, how: str, usage: int | None):
         return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
@@ -362,7 +363,8 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
         how = PARALLEL_WRITERS.get(system, "one writer") if writers > 1 else "one writer"
         points = grid(config, system, table=False)
         source_run = SourceRun(result, config, workload, samples, fingerprints, system, store.system_version(),
-                               f"{store.client_package} {package_version(store.client_package)}", location, progress)
+                               f"{store.client_package} {package_version(store.client_package)}", location, progress,
+                               client_config=store.client_config())
         try:
             for r in sorted({p.rows_per_key for p in points}):
                 layout = KeyLayout(len(samples), r)
