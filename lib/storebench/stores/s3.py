@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import urllib3
 from minio import Minio
-from minio.error import S3Error
+from minio.error import InvalidResponseError, S3Error, ServerError
 
 from storebench.stores.base import Capabilities, DiskUsage, ServerStore, StoreConnectionError, check_key, package_version
 
@@ -166,6 +166,9 @@ class S3Store(ServerStore):
             return self.client.get(_name(key))
         except KeyError:
             raise KeyError(key) from None
+        except (InvalidResponseError, ServerError) as error:  # e.g. a 503 from a server shutting down
+            raise ConnectionError(f"{self.name} at {self.endpoint['host']}:{self.endpoint['port']}: the server "
+                                  f"failed the request ({type(error).__name__}: {error})") from error
 
     def get_many(self, keys):
         return list(self.pool.map(self.get, keys))
