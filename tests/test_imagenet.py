@@ -22,8 +22,10 @@ def test_images_are_the_manifest_files_byte_for_byte():
     assert seen == table["bytes"].to_dict()
 
 
-def test_a_missing_mirror_is_a_clear_error(tmp_path):
-    with pytest.raises(DatasetMissing, match="not in the mirror"):
+def test_a_missing_mirror_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("STOREBENCH_DATASETS_URL", "http://127.0.0.1:1")  # the public route unreachable, offline
+    monkeypatch.setenv("STOREBENCH_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(DatasetMissing, match="on neither route(.|\n)*nowhere"):
         imagenet.fetch(tmp_path / "data", mirror=tmp_path / "nowhere")
     with pytest.raises(DatasetMissing, match="datasets fetch imagenet-sample"):
         imagenet.manifest(tmp_path / "data")

