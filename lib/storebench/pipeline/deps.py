@@ -194,9 +194,38 @@ def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] |
             + [f"presets.{s}.{name}" for s in scales])
 
 
+def report_experiment(stage: dict) -> str | None:
+    """The experiment whose report a stage renders (a notebook on the contract), else None."""
+    return notebook_name(stage) if is_report_stage(stage["cmd"]) else None
+
+
+def report_metrics(name: str) -> list[dict]:
+    """A report stage's DVC metrics: its headline figures (storebench.report.metrics), committed."""
+    return [{f"reports/metrics/{name}.json": {"cache": False}}]
+
+
+def report_plots(name: str) -> list[dict]:
+    """A report stage's DVC plot: its claims' ratios and shares as horizontal bars, one colour per revision."""
+    return [{f"reports/metrics/{name}_plot.csv": {"cache": False, "x": "value", "y": "claim",
+                                                   "template": "bar_horizontal",
+                                                   "title": f"{name}: the claims' figures (ratio or share)"}}]
+
+
+def _declared(stage: dict) -> set[str]:
+    """A stage's metrics and plots as comparable strings ("metrics <path> {flags}")."""
+    return {f"{kind} {json.dumps(entry, sort_keys=True)}" for kind in ("metrics", "plots")
+            for entry in stage.get(kind, [])}
+
+
+def expected_declared(stage: dict) -> set[str]:
+    name = report_experiment(stage)
+    return _declared({"metrics": report_metrics(name), "plots": report_plots(name)})
+
+
 def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
-    """Per stage, the library files (and params) it should list but does not ('missing') and those it
-    lists but does not read ('extra'); empty when dvc.yaml matches the imports and params.yaml."""
+    """Per stage, the library files (and params, and a report's metrics and plots) it should list but does
+    not ('missing') and those it lists but does not read ('extra'); empty when dvc.yaml matches the imports,
+    params.yaml and storebench.report.metrics."""
     import yaml
 
     problems = {}
@@ -207,6 +236,9 @@ def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
         if params is not None:
             listed |= {f"param {p}" for p in stage.get("params", [])}
             want |= {f"param {p}" for p in params}
+        if report_experiment(stage):
+            listed |= _declared(stage)
+            want |= expected_declared(stage)
         missing, extra = sorted(want - listed), sorted(listed - want)
         if missing or extra:
             problems[name] = {"missing": missing, "extra": extra}
@@ -235,6 +267,10 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
         if params is not None and list(stage.get("params", [])) != params:
             stage["params"] = CommentedSeq(params)
             changed.append(name)
+        experiment = report_experiment(stage)
+        if experiment and _declared(stage) != expected_declared(stage):
+            stage["metrics"], stage["plots"] = report_metrics(experiment), report_plots(experiment)
+            changed.append(name)
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)
     return list(dict.fromkeys(changed))
@@ -259,7 +295,8 @@ def add_contract_stages(doc) -> list[str]:
                               outs=[f"reports/notebooks/{name}.ipynb", {f"reports/{name}.html": {"cache": False}},
                                     {f"reports/{name}.findings.json": {"cache": False}},
                                     {f"reports/figures/{name}": {"cache": False}},
-                                    {f"reports/tables/{name}": {"cache": False}}])
+                                    {f"reports/tables/{name}": {"cache": False}}],
+                              metrics=report_metrics(name), plots=report_plots(name))
         stages = list(doc["stages"].items())
         at = [k for k, _ in stages].index("index") if "index" in doc["stages"] else len(stages)
         stages[at:at] = [(f"measure_{name}", measure), (f"report_{name}", report)]

@@ -17,7 +17,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.experiments import experiment
 from storebench.paths import REPORTS_DIR, ROOT
-from storebench.report import findings as recorded_findings, machine
+from storebench.report import findings as recorded_findings, machine, metrics as report_metrics
 from storebench.report.findings import VERDICT_COLOURS, Findings
 from storebench.report.tables import ReportTables, readable, readable_frame, readable_text, show_tables_whole
 
@@ -41,14 +41,16 @@ _shown: ReportTables | None = None  # the tables of the report being rendered (s
 
 
 def publish(name: str, findings: Findings, tables: ResultTables, out_dir: str | None = None) -> Path:
-    """Write ``reports/<name>.findings.json`` (what the report's answer and the index render); from
-    here on every table the notebook displays is shown readable, a long one also as a CSV under
-    ``reports/tables/<name>/``."""
+    """Write ``reports/<name>.findings.json`` (what the report's answer and the index render) and, from it,
+    the DVC metrics and plot table under ``reports/metrics/``; from here on every table the notebook displays
+    is shown readable, a long one also as a CSV under ``reports/tables/<name>/``."""
     global _shown
     out = Path(out_dir) if out_dir else REPORTS_DIR
     out.mkdir(parents=True, exist_ok=True)
     _shown = ReportTables(name, out)
-    return recorded_findings.write(out, experiment(name), findings, tables.manifest)
+    path = recorded_findings.write(out, experiment(name), findings, tables.manifest)
+    report_metrics.write(out, path)
+    return path
 
 
 def table_html(frame, caption: str | None = None, name: str | None = None, csv: bool = False) -> str:
