@@ -119,6 +119,7 @@ NOT_INSTALLED = measure.NOT_AVAILABLE["cassandra-stress"]
 
 
 @pytest.mark.server
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # webdataset's curl pipe forks, and execs at once
 def test_a_reader_that_returns_other_bytes_fails_its_pass(servers, tmp_path):
     full = readers.sample("x1")
     data = readers.Sample("x1", 1, full.meta.head(40), full.images)
