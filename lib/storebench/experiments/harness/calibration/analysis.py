@@ -7,6 +7,8 @@ a client meets its target when the 95% CI of ours / reference lies above it.
 """
 from __future__ import annotations
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -141,8 +143,8 @@ def figures(tables: ResultTables) -> dict[str, plt.Figure]:
     table = ratios(tables["calibration"])
     if table.empty:
         return {}
-    table = table.assign(what=[f"{label(r)}\n{short(r.client)}" for r in table.itertuples()])
-    fig, ax = plt.subplots(figsize=(9, 0.45 * len(table) + 1.5))
+    table = table.assign(what=[f"{textwrap.fill(label(r), 64)}\n{short(r.client)}" for r in table.itertuples()])
+    fig, ax = plt.subplots(figsize=(9, 0.2 * sum(w.count("\n") + 1 for w in table.what) + 1.5))
     y = np.arange(len(table))
     errors = np.array([table.ratio - table.ratio_low, table.ratio_high - table.ratio]).clip(min=0)
     ax.barh(y, table.ratio, xerr=np.nan_to_num(errors), color=[system_style(s)["color"] for s in table.system], capsize=3)
