@@ -18,7 +18,8 @@ Pairs (``pairs`` in params.yaml picks which):
 - ``webdataset``: the ImageNet sample in LayoutBench's L2 tar shards on MinIO, the whole set read by
   ``TarShards.query`` vs ``webdataset.WebDataset`` over presigned URLs of the same shards; images/s and MB/s.
 - ``lance``: the sample as LayoutBench's L4 Lance dataset on MinIO, each of ``lance_queries`` answered by
-  ``LanceDataset.query`` vs a plain ``take`` of the same rows; images/s and MB/s.
+  ``LanceDataset.query`` vs a plain ``take`` of the same rows (a pass repeats a small query, each time
+  from a new dataset handle, up to ``lance_images_per_pass``); images/s and MB/s.
 
 The last two compare with a reference library rather than a tool, timed in this process as ours, and
 both sides' reads are verified (see ``readers``).
@@ -87,6 +88,7 @@ class Settings(Base):
     tar_coalesce_gap: NonNegativeInt
     lance_rows_per_group: PositiveInt
     lance_queries: list[Annotated[str, one_of("query", [*QUERIES, readers.WHOLE_SET.name])]] = Field(min_length=1)
+    lance_images_per_pass: PositiveInt  # a pass repeats its query until it has read at least this many images
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
@@ -208,6 +210,14 @@ def expect_equal(expected: list[bytes], what: str) -> Callable[[list], None]:
                 else f"{len(got)} of {len(expected)} returned"
             raise AssertionError(f"{what}: a read returned other bytes than were written (first at {wrong})")
     return check
+
+
+def each(check: Callable[[list], None]) -> Callable[[list], None]:
+    """``check`` of every read of a pass that repeats one read."""
+    def check_all(reads):
+        for got in reads:
+            check(got)
+    return check_all
 
 
 def values(n: int, size: int, seed: int) -> list[bytes]:
@@ -372,17 +382,24 @@ def lance(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
     rows = []
     for query in readers.queries(config.lance_queries):
         expected = data.expected(query)
+        if not expected:
+            raise ValueError(f"calibration: {query.name} selects no image at tier {data.tier}; pick another query")
+        times = -(-config.lance_images_per_pass // len(expected))  # each a cold query: a new dataset handle
         offsets = readers.row_offsets(data.meta, query, data.copies)
-        payload, check = sum(len(b) for _, b in expected), expect_equal(expected, f"L4 Lance {query.name}")
+        check = each(expect_equal(expected, f"L4 Lance {query.name}"))
+        images, payload = times * len(expected), times * sum(len(b) for _, b in expected)
         passes = Passes("minio", f"L4 Lance, {described(query, len(expected))}", data.mean_image_bytes, EACH_OWN,
                         "images/s", server)
 
-        def ours_pass(r, query=query, passes=passes, expected=expected, check=check, payload=payload):
-            passes.ours(ours, r, len(expected), lambda: list(layout.query(query, data.copies)), check, payload)
+        def ours_pass(r, query=query, passes=passes, times=times, check=check, images=images, payload=payload):
+            passes.ours(ours, r, images, lambda: [list(layout.query(query, data.copies)) for _ in range(times)],
+                        check, payload)
 
-        def take_pass(r, offsets=offsets, passes=passes, expected=expected, check=check, payload=payload):
-            passes.reference(tool, r, len(expected),
-                             lambda: readers.lance_take(layout.uri, layout.storage_options(), offsets), check, payload)
+        def take_pass(r, offsets=offsets, passes=passes, times=times, check=check, images=images, payload=payload):
+            options = layout.storage_options()
+            passes.reference(tool, r, images,
+                             lambda: [readers.lance_take(layout.uri, options, offsets) for _ in range(times)],
+                             check, payload)
         interleaved(config.repeats, [ours_pass, take_pass])
         rows += passes.rows
     readers.empty_bucket(endpoint, LAYOUT_BUCKET)
