@@ -92,7 +92,8 @@ def cut_members(chunks, start: int, members):
             del buffer[:done]
             base += done
     if member is not None:
-        raise RuntimeError(f"a range GET ended {member[1] + member[2] - base - len(buffer):,} bytes short of its members")
+        missing = member[1] + member[2] - base - len(buffer)
+        raise RuntimeError(f"a range GET ended {missing:,} bytes short of its members")
 
 
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:

@@ -2,7 +2,8 @@
 from storebench.core.experiment import Experiment
 
 EXPERIMENT = Experiment(
-    name="calibration", paper="harness", reference="storebench's clients vs each system's native tool or reference library",
+    name="calibration", paper="harness",
+    reference="storebench's clients vs each system's native tool or reference library",
     question="How close do storebench's clients come to what each system's own benchmark tool gets from the same "
              "server, at the same value size and concurrency; and do its layout readers keep up with the libraries "
              "those layouts' users read them with?",

@@ -22,7 +22,8 @@ from storebench.report.plots import system_style
 REFERENCE = "storebench target (issue 22)"
 # (system, a word of our client's label, value bytes or None for every size) -> the target ratio; the first
 # that matches counts (the L2 reader's label names obstore too)
-TARGETS = [("minio", "L2-tar", None, 1.2), ("minio", "L4-lance", None, 1.0), ("minio", "obstore", None, 0.9), ("redis", "redis-py", None, 0.8), ("rocksdb", "rocksdict", None, 0.9),
+TARGETS = [("minio", "L2-tar", None, 1.2), ("minio", "L4-lance", None, 1.0),
+           ("minio", "obstore", None, 0.9), ("redis", "redis-py", None, 0.8), ("rocksdb", "rocksdict", None, 0.9),
            ("ceph", "python-rados", None, 0.9)]
 
 
@@ -129,7 +130,8 @@ def analyse(tables: ResultTables) -> f.Findings:
                 f"{short(worst.client)}) to {table.ratio.max():.2f}x; load average up to "
                 f"{table.load_1min_max.max():.1f} on {tables.manifest.get('machine', {}).get('cores', '?')} cores")
     lines = [f"- **{label(r)}**: {r.client} at {f.sig3(r.ours_per_s)} {r.unit}{_mb(r.ours_mb_per_s)}, {r.tool} at "
-             f"{f.sig3(r.tool_per_s)}{_mb(r.tool_mb_per_s)}: {f.interval_text(r.ratio, r.ratio_low, r.ratio_high, 'x')}; client CPU "
+             f"{f.sig3(r.tool_per_s)}{_mb(r.tool_mb_per_s)}: "
+             f"{f.interval_text(r.ratio, r.ratio_low, r.ratio_high, 'x')}; client CPU "
              f"{f.sig3(r.ours_client_cpu_us)} vs {f.sig3(r.tool_client_cpu_us)} µs per operation."
              for r in table.itertuples()]
     return f.Findings(headline, "\n".join(lines), tuple(metrics(table)), tuple(made))

@@ -376,8 +376,8 @@ def lance(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
                           rows_per_group=config.lance_rows_per_group)
     layout.write(data.meta, data.image)
     version = package_version("pylance")
-    ours = (f"storebench L4-lance: LanceDataset.query (pylance {version}), a filtered scan of the metadata for the keys, "
-            f"then _take_rows of 256 rows at a time")
+    ours = (f"storebench L4-lance: LanceDataset.query (pylance {version}), a filtered scan of the metadata for the "
+            f"keys, then _take_rows of 256 rows at a time")
     tool = f"pylance {version} take: lance.dataset(uri).take(row offsets, columns=[key, image]), one call"
     rows = []
     for query in readers.queries(config.lance_queries):
