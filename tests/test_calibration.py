@@ -1,6 +1,7 @@
 """The calibration: storebench's clients beside each system's own tool on a real server (Redis with
-redis-benchmark, RocksDB with db_bench, MinIO with the minio-go loop, Ceph with rados bench), then the
-report notebook on the recorded tables; and the ratio analysis on known rows."""
+redis-benchmark, RocksDB with db_bench, MinIO with the minio-go loop, Ceph with rados bench) and the
+layout readers beside webdataset and Lance's take on MinIO, then the report notebook on the recorded
+tables; and the ratio analysis on known rows."""
 import json
 
 import numpy as np
@@ -8,7 +9,10 @@ import pandas as pd
 import pytest
 
 from storebench.core.experiment import ResultTables
-from storebench.experiments.harness.calibration import analysis, native
+from storebench.experiments.harness.calibration import analysis, measure, native, readers
+from storebench.layouts import S3Place
+from storebench.layouts.lance import LanceDataset
+from storebench.layouts.tarshards import TarShards
 from storebench.pipeline import notebooks, run
 
 # Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
@@ -89,3 +93,54 @@ def test_findings_name_the_worst_comparison():
                         + passes("minio", "storebench-s3get", "native tool", [1000] * 5))
     found = analysis.analyse(ResultTables({"calibration": rows}, {"machine": {"cores": 2}}))
     assert "0.50x" in found.headline and "2 cores" in found.headline
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("default_ports_free")
+def test_layout_readers_beside_webdataset_and_lance_take(tmp_path):
+    tables = run.measure("calibration", "smoke", results_root=tmp_path, progress=False,
+                         overrides={"pairs": ["webdataset", "lance"]})
+    rows = tables["calibration"]  # each pass's read was verified against what was written, or measure raised
+    assert set(rows.unit) == {"images/s"} and (rows.ops_per_s > 0).all() and (rows.mb_per_s > 0).all()
+    kinds = rows.groupby("operation").client_kind.unique()
+    assert len(kinds) == 3 and all(set(k) == {"storebench", measure.REFERENCE_LIBRARY} for k in kinds)
+    clients = set(rows.client)
+    assert any(c.startswith("storebench L2-tar") for c in clients) and any(c.startswith("webdataset") for c in clients)
+    assert any(c.startswith("storebench L4-lance") for c in clients) and any(" take: " in c for c in clients)
+    assert rows[rows.operation.str.contains("whole set")].ops.eq(1000).all()
+    table = analysis.ratios(rows)
+    assert len(table) == 3 and (table.ratio > 0).all()
+    targets = {c.statement.split(" reaches at least ")[1].split("x")[0] for c in analysis.claims(table)}
+    assert targets == {"1.2", "1"}
+    assert set(tables["tools"].status) == {"ran", NOT_INSTALLED}
+
+
+NOT_INSTALLED = measure.NOT_AVAILABLE["cassandra-stress"]
+
+
+@pytest.mark.server
+@pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # webdataset's curl pipe forks, and execs at once
+def test_a_reader_that_returns_other_bytes_fails_its_pass(servers, tmp_path):
+    full = readers.sample("x1")
+    data = readers.Sample("x1", 1, full.meta.head(40), full.images)
+    endpoint = servers.get("minio").endpoint()
+    readers.empty_bucket(endpoint, "sb-test-calibration")
+    tar = TarShards(S3Place(endpoint, "sb-test-calibration", "L2"), tmp_path, shard_bytes=1_000_000)
+    shards = tar.write(data.meta, data.image).objects
+    urls = readers.presigned_urls(tar.place, [tar.shard_name(s) for s in range(shards)])
+    lance = LanceDataset(S3Place(endpoint, "sb-test-calibration", "L4"), tmp_path)
+    lance.write(data.meta, data.image)
+    query = readers.queries(["all"])[0]
+    check = measure.expect_equal(data.expected(query), "test")
+    offsets = readers.row_offsets(data.meta, query, 1)
+    reads = {"ours L2": lambda: list(tar.query(query, 1)), "webdataset": lambda: readers.webdataset_read(urls),
+             "ours L4": lambda: list(lance.query(query, 1)),
+             "take": lambda: readers.lance_take(lance.uri, lance.storage_options(), offsets)}
+    passes = measure.Passes("minio", "test", 1, 0, "images/s")
+    for name, read in reads.items():
+        passes.reference(name, 0, 40, read, check)  # as written
+        corrupted = lambda read=read: [(k, v[:-1] + bytes([v[-1] ^ 1])) if i == 7 else (k, v)
+                                       for i, (k, v) in enumerate(read())]
+        with pytest.raises(AssertionError, match="other bytes than were written .first at 7"):
+            passes.reference(name, 1, 40, corrupted, check)
+    assert len(passes.rows) == 8 and shards > 1

@@ -14,7 +14,7 @@ from storebench.core.settings import ParamsError
 from storebench.experiments.layoutbench.layouts import measure as lb
 from storebench.pipeline import run
 from storebench.layouts import LAYOUTS, S3Place, get_layout
-from storebench.layouts.tarshards import coalesce
+from storebench.layouts.tarshards import coalesce, cut_members
 from storebench.layouts.queries import FOOTPRINT, QUERIES, get_queries
 from storebench.stores.s3 import minio_client
 from storebench.testbed.wiretap import RequestCounter, Wiretap
@@ -166,3 +166,14 @@ def test_what_this_machine_cannot_provide_is_not_measured(tier):
                       lb.LayoutRun(config), has_hop=False, cgroups=None)
     assert both == [("unshaped", [(lb.UNLIMITED, None)] + [(f"{g} GiB", lb.memory_allowance(g, meta["bytes"].sum()))
                                                           for g in config["memory_tiers_gib"]])]
+
+
+def test_members_are_cut_from_a_range_in_chunks_of_any_size():
+    data = bytes(range(256)) * 8
+    members = [(1, 110, 40), (2, 150, 1), (3, 600, 300), (4, 1500, 10)]  # offsets in the shard; the range from 100
+    expected = [(key, data[offset - 100:offset - 100 + length]) for key, offset, length in members]
+    for size in (1, 7, 64, 2000):
+        chunks = [data[i:i + size] for i in range(0, 1410, size)]
+        assert list(cut_members(chunks, 100, members)) == expected, size
+    with pytest.raises(RuntimeError, match="short"):
+        list(cut_members([data[:500]], 100, members))

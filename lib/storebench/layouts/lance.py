@@ -54,12 +54,11 @@ class LanceDataset(Layout):
         import lance
 
         dataset = lance.dataset(self.uri, storage_options=self.storage_options())
-        hits = dataset.to_table(columns=["key"], filter=query.where(), with_row_id=True).to_pandas()
-        hits = hits.sort_values("key")
+        hits = dataset.to_table(columns=["key"], filter=query.where(), with_row_id=True).sort_by("key")
         limit = query.limit(copies)
         if limit is not None:
-            hits = hits.head(limit)
-        row_ids = hits["_rowid"].tolist()
+            hits = hits.slice(0, limit)
+        row_ids = hits.column("_rowid").to_pylist()  # in arrow, not pandas: ~5% of a few rows' query
         for start in range(0, len(row_ids), 256):
             part = dataset._take_rows(row_ids[start:start + 256], columns=["key", "image"]).to_pydict()
             yield from ((int(k), bytes(v)) for k, v in zip(part["key"], part["image"]))

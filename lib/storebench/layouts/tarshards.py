@@ -1,7 +1,8 @@
 """L2: images packed into tar shards (webdataset naming: ``<key>.jpg`` and ``<key>.cls`` members,
 readable by the ``webdataset`` package) plus a client index of (shard, offset, length) and the
 metadata. A query filters the index and reads the selected members with HTTP byte-range GETs,
-merging neighbours whose gap is at most ``coalesce_gap`` bytes into one request."""
+merging neighbours whose gap is at most ``coalesce_gap`` bytes into one request; each response is cut
+into its members as it streams in."""
 from __future__ import annotations
 
 import io
@@ -66,13 +67,33 @@ class TarShards(Layout):
 
         def get(request):
             shard, start, end, members = request
-            blob = obstore.get_range(store, self.shard_name(shard), start=start, end=end).to_bytes()
-            return [(key, blob[offset - start:offset - start + length]) for key, offset, length in members]
+            response = obstore.get(store, self.shard_name(shard), options={"range": (start, end)})
+            return list(cut_members(response.stream(min_chunk_size=1 << 20), start, members))
 
         with ThreadPoolExecutor(self.parallel) as pool:
             for part in pool.map(get, requests):
                 for key, data in part:
                     yield int(key), data
+
+
+def cut_members(chunks, start: int, members):
+    """``(key, bytes)`` of each member of a range that begins at ``start``, cut from its chunks as they
+    arrive (the members of a coalesced range are in offset order)."""
+    buffer, base, todo = bytearray(), start, iter(members)
+    member = next(todo, None)
+    for chunk in chunks:
+        buffer += chunk
+        while member is not None and member[1] + member[2] <= base + len(buffer):
+            key, offset, length = member
+            yield key, bytes(memoryview(buffer)[offset - base:offset - base + length])
+            member = next(todo, None)
+        if member is not None:
+            done = min(member[1] - base, len(buffer))  # bytes before the next member are not needed again
+            del buffer[:done]
+            base += done
+    if member is not None:
+        missing = member[1] + member[2] - base - len(buffer)
+        raise RuntimeError(f"a range GET ended {missing:,} bytes short of its members")
 
 
 def _add_member(tar: tarfile.TarFile, name: str, data: bytes) -> int:

@@ -15,6 +15,14 @@ Pairs (``pairs`` in params.yaml picks which):
   ``rados bench rand -t 16`` (of its own objects of the same size, in the same pool).
 - ``rocksdb``: single-key gets of 3,000-byte values, one thread, by rocksdict vs ``db_bench readrandom``
   (each on its own DB of the same keys count and value size; page cache warm).
+- ``webdataset``: the ImageNet sample in LayoutBench's L2 tar shards on MinIO, the whole set read by
+  ``TarShards.query`` vs ``webdataset.WebDataset`` over presigned URLs of the same shards; images/s and MB/s.
+- ``lance``: the sample as LayoutBench's L4 Lance dataset on MinIO, each of ``lance_queries`` answered by
+  ``LanceDataset.query`` vs a plain ``take`` of the same rows (a pass repeats a small query, each time
+  from a new dataset handle, up to ``lance_images_per_pass``); images/s and MB/s.
+
+The last two compare with a reference library rather than a tool, timed in this process as ours, and
+both sides' reads are verified (see ``readers``).
 
 Table ``calibration``: one row per pass. ``tools``: each tool's version, or why it did not run.
 ``loaders``: the dataloaders run's loader vs a bare loop of the same store calls (its table, carried over
@@ -26,9 +34,10 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Annotated, Callable, Literal
 
 import numpy as np
 import pandas as pd
@@ -37,13 +46,21 @@ from pydantic import Field
 
 from storebench.core.experiment import ResultsDir
 from storebench.core.progress import tqdm
-from storebench.core.settings import PositiveFloat, PositiveInt, Settings as Base
-from storebench.experiments.harness.calibration import native
+from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of
+from storebench.data.datasets import imagenet
+from storebench.experiments.harness.calibration import native, readers
+from storebench.layouts import S3Place
+from storebench.layouts.lance import LanceDataset
+from storebench.layouts.queries import QUERIES
+from storebench.layouts.tarshards import TarShards
 from storebench.stores.base import package_version
 from storebench.stores.systems import ServicePool, open_system
 
 EXPERIMENT = "calibration"
-Pair = Literal["redis", "s3", "rados", "rocksdb"]
+Pair = Literal["redis", "s3", "rados", "rocksdb", "webdataset", "lance"]
+REFERENCE_LIBRARY = "reference library"  # the client_kind of webdataset and Lance's take (not a system's tool)
+LAYOUT_BUCKET = "sb-calibration-layouts"
+EACH_OWN = 0  # the concurrency of a layout comparison: each reader's own, named in its client label
 NOT_AVAILABLE = {"cassandra-stress": "not installed: it ships only in Cassandra's binary tarball, which no "
                                      "registry reachable here serves (it is not on Maven Central)"}
 
@@ -65,6 +82,13 @@ class Settings(Base):
     rocksdb_value_bytes: PositiveInt
     rocksdb_keys: PositiveInt
     rocksdb_reads_per_pass: PositiveInt
+    layout_tier: Annotated[str, one_of("tier", imagenet.TIERS)]  # the ImageNet sample's copies (x1: the 1,000 JPEGs)
+    layout_parallel: PositiveInt  # requests in flight of our L2 reader
+    tar_shard_bytes: PositiveInt
+    tar_coalesce_gap: NonNegativeInt
+    lance_rows_per_group: PositiveInt
+    lance_queries: list[Annotated[str, one_of("query", [*QUERIES, readers.WHOLE_SET.name])]] = Field(min_length=1)
+    lance_images_per_pass: PositiveInt  # a pass repeats its query until it has read at least this many images
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
@@ -123,12 +147,23 @@ class Passes:
         self.server_pids = server.pids() if server is not None else []
         self.rows: list[dict] = []
 
-    def ours(self, client: str, round_: int, ops: int, read: Callable[[], object], check: Callable[[object], None]):
-        """Time ``read`` (one pass of ``ops`` operations) in this process; then ``check`` what it returned."""
+    def ours(self, client: str, round_: int, ops: int, read: Callable[[], object], check: Callable[[object], None],
+             payload_bytes: int | None = None):
+        """Time ``read`` (one pass of ``ops`` operations, ``payload_bytes`` if they are counted) in this
+        process; then ``check`` what it returned."""
+        self._timed(client, "storebench", round_, ops, read, check, payload_bytes)
+
+    def reference(self, client: str, round_: int, ops: int, read: Callable[[], object],
+                  check: Callable[[object], None], payload_bytes: int | None = None):
+        """A reference library's pass, timed and checked as ours."""
+        self._timed(client, REFERENCE_LIBRARY, round_, ops, read, check, payload_bytes)
+
+    def _timed(self, client, kind, round_, ops, read, check, payload_bytes):
         cpu, server, start = time.process_time(), self._server_cpu(), time.perf_counter()
         got = read()
         seconds = time.perf_counter() - start
-        self._add(client, "storebench", round_, ops, seconds, time.process_time() - cpu, self._server_cpu() - server)
+        self._add(client, kind, round_, ops, seconds, time.process_time() - cpu, self._server_cpu() - server,
+                  payload_bytes)
         check(got)
 
     def tool(self, client: str, round_: int, run_pass: Callable[[], native.ToolPass]):
@@ -137,11 +172,12 @@ class Passes:
         self._add(client, "native tool", round_, done.ops, done.seconds, done.client_cpu_s,
                   self._server_cpu() - server)
 
-    def _add(self, client, kind, round_, ops, seconds, client_cpu, server_cpu):
+    def _add(self, client, kind, round_, ops, seconds, client_cpu, server_cpu, payload_bytes=None):
         if round_ < 0:  # the warm-up
             return
         self.rows.append({**self.key, "client": client, "client_kind": kind, "round": round_, "ops": ops,
                           "seconds": seconds, "ops_per_s": ops / seconds,
+                          "mb_per_s": payload_bytes / seconds / 1e6 if payload_bytes else np.nan,
                           "client_cpu_us_per_op": 1e6 * client_cpu / ops,
                           "server_cpu_us_per_op": 1e6 * server_cpu / ops if self.server_pids else np.nan,
                           "load_1min": os.getloadavg()[0]})
@@ -174,6 +210,14 @@ def expect_equal(expected: list[bytes], what: str) -> Callable[[list], None]:
                 else f"{len(got)} of {len(expected)} returned"
             raise AssertionError(f"{what}: a read returned other bytes than were written (first at {wrong})")
     return check
+
+
+def each(check: Callable[[list], None]) -> Callable[[list], None]:
+    """``check`` of every read of a pass that repeats one read."""
+    def check_all(reads):
+        for got in reads:
+            check(got)
+    return check_all
 
 
 def values(n: int, size: int, seed: int) -> list[bytes]:
@@ -291,6 +335,81 @@ def rocksdb(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
                                                                         config.rocksdb_reads_per_pass))])
         store.clear()
     return passes.rows, {"tool": tool, "version": tool}
+
+
+@pair("webdataset")
+def webdataset(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
+    data = readers.sample(config.layout_tier)
+    endpoint, server = services.endpoint("minio", "disk-warm")
+    readers.empty_bucket(endpoint, LAYOUT_BUCKET)
+    with tempfile.TemporaryDirectory(prefix="calibration-L2-", dir=_scratch()) as index_dir:
+        layout = TarShards(S3Place(endpoint, LAYOUT_BUCKET, f"{data.tier}/L2-tar"), index_dir,
+                           parallel=config.layout_parallel, shard_bytes=config.tar_shard_bytes,
+                           coalesce_gap=config.tar_coalesce_gap)
+        shards = layout.write(data.meta, data.image).objects
+        urls = readers.presigned_urls(layout.place, [layout.shard_name(s) for s in range(shards)])
+        expected = data.expected(readers.WHOLE_SET)
+        payload, check = sum(len(b) for _, b in expected), expect_equal(expected, "L2 tar shards")
+        passes = Passes("minio", f"L2 tar shards, {described(readers.WHOLE_SET, len(expected))}",
+                        data.mean_image_bytes, EACH_OWN, "images/s", server)
+        ours = (f"storebench L2-tar: TarShards.query, obstore {package_version('obstore')} range GETs, "
+                f"{config.layout_parallel} in flight, {shards} shards of <= {config.tar_shard_bytes / 1e6:g} MB, "
+                f"members within {config.tar_coalesce_gap:,} B in one GET")
+        version = package_version("webdataset")
+        tool = f"webdataset {version}: WebDataset over presigned GET URLs (its curl pipe), one shard after another"
+        interleaved(config.repeats, [
+            lambda r: passes.ours(ours, r, len(expected), lambda: list(layout.query(readers.WHOLE_SET, data.copies)),
+                                  check, payload),
+            lambda r: passes.reference(tool, r, len(expected), lambda: readers.webdataset_read(urls), check,
+                                       payload)])
+    readers.empty_bucket(endpoint, LAYOUT_BUCKET)
+    return passes.rows, {"tool": "webdataset", "version": version}
+
+
+@pair("lance")
+def lance(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
+    warnings.filterwarnings("ignore", message="lance is not fork-safe")  # the tools fork, and exec at once
+    data = readers.sample(config.layout_tier)
+    endpoint, server = services.endpoint("minio", "disk-warm")
+    readers.empty_bucket(endpoint, LAYOUT_BUCKET)
+    layout = LanceDataset(S3Place(endpoint, LAYOUT_BUCKET, f"{data.tier}/L4-lance"), _scratch(),
+                          rows_per_group=config.lance_rows_per_group)
+    layout.write(data.meta, data.image)
+    version = package_version("pylance")
+    ours = (f"storebench L4-lance: LanceDataset.query (pylance {version}), a filtered scan of the metadata for the "
+            f"keys, then _take_rows of 256 rows at a time")
+    tool = f"pylance {version} take: lance.dataset(uri).take(row offsets, columns=[key, image]), one call"
+    rows = []
+    for query in readers.queries(config.lance_queries):
+        expected = data.expected(query)
+        if not expected:
+            raise ValueError(f"calibration: {query.name} selects no image at tier {data.tier}; pick another query")
+        times = -(-config.lance_images_per_pass // len(expected))  # each a cold query: a new dataset handle
+        offsets = readers.row_offsets(data.meta, query, data.copies)
+        check = each(expect_equal(expected, f"L4 Lance {query.name}"))
+        images, payload = times * len(expected), times * sum(len(b) for _, b in expected)
+        passes = Passes("minio", f"L4 Lance, {described(query, len(expected))}", data.mean_image_bytes, EACH_OWN,
+                        "images/s", server)
+
+        def ours_pass(r, query=query, passes=passes, times=times, check=check, images=images, payload=payload):
+            passes.ours(ours, r, images, lambda: [list(layout.query(query, data.copies)) for _ in range(times)],
+                        check, payload)
+
+        def take_pass(r, offsets=offsets, passes=passes, times=times, check=check, images=images, payload=payload):
+            options = layout.storage_options()
+            passes.reference(tool, r, images,
+                             lambda: [readers.lance_take(layout.uri, options, offsets) for _ in range(times)],
+                             check, payload)
+        interleaved(config.repeats, [ours_pass, take_pass])
+        rows += passes.rows
+    readers.empty_bucket(endpoint, LAYOUT_BUCKET)
+    return rows, {"tool": "pylance (Lance take)", "version": version}
+
+
+def described(query, images: int) -> str:
+    """``the whole set of 1,000 images``, ``Q8 (width / height greater than 1.5), 181 images``."""
+    count = f"{images:,} image{'s' if images != 1 else ''}"
+    return f"the whole set of {count}" if query is readers.WHOLE_SET else f"{query.name} ({query.description}), {count}"
 
 
 def _scratch() -> Path:
