@@ -37,6 +37,7 @@ class Ring:
         self.first_address, self.second_address, self.second_netns = first, second, second_netns
         self.first = CassandraService(self.workdir / "node1", location, host=first, heap=heap)
         self.second: CassandraService | None = None
+        self.started = [self.first]   # every node ever started, for wipe()
 
     def start(self) -> "Ring":
         self.first.wipe()
@@ -54,6 +55,7 @@ class Ring:
                                        seeds=f"{self.first_address}:{self.first.storage_port}",
                                        jmx_port=self._second_jmx_port(), ring_delay_ms=5000)
         self.second.wipe()
+        self.started.append(self.second)
         self.second.ready_timeout = self.join_timeout
         self.second.start()
         self._wait(lambda s: s.get(self.first_address) == "UN" and s.get(self.second_address) == "UN",
@@ -97,6 +99,12 @@ class Ring:
             if node is not None:
                 node.stop()
         self.second = None
+
+    def wipe(self) -> None:
+        """Stop every node and delete its data (on tmpfs, memory until deleted)."""
+        self.stop()
+        for node in self.started:
+            node.wipe()
 
     def __enter__(self) -> "Ring":
         try:
