@@ -14,7 +14,7 @@ token bucket, with the sub-0.1 ms RTT of a veth.
     python -m storebench.experiments.cassandra_dl.twohosts [--smoke] [--workdir DIR]   # needs root
 
 Prints per phase (one node, joining, two nodes, leaving, one node again) and rank: images read,
-images/s, MB/s, failed reads; returns the same as a Rehearsal.
+images/s, MB/s, share of time in all-reduce, failed reads, whole epochs; returns the same as a Rehearsal.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import pandas as pd
@@ -182,7 +182,7 @@ def write_spec(endpoint: dict, plan: Plan, workdir: Path) -> Path:
 def rehearse(workdir: Path | None = None, plan: Plan = Plan(), say=print) -> Rehearsal:
     workdir = Path(workdir or scratch_dir("twohosts"))
     workdir.mkdir(parents=True, exist_ok=True)
-    images = imagesets.image_set(plan.images, "jpeg", 0, plan.originals)
+    images = imagesets.image_set(plan.images, "jpeg", 0, min(plan.originals, plan.images))
     with NetworkHop() as hop:
         hop.shape(get_profile(PROFILE).rate)
         result = Rehearsal(link={"profile": PROFILE, "host_a": hop.host_address, "host_b": hop.server_address,
@@ -200,8 +200,8 @@ def rehearse(workdir: Path | None = None, plan: Plan = Plan(), say=print) -> Reh
                 with TwoHostRanks(hop, spec_path, workdir) as two:
                     two.wait_reading()
                     grow_and_shrink(ring, plan, result, say)
-                    result.ranks = two.finish()
                     result.events["stop"] = time.time()
+                    result.ranks = two.finish()
         finally:
             ring.wipe()
     (workdir / "rehearsal.json").write_text(json.dumps(asdict(result), indent=1, default=str))
@@ -235,7 +235,9 @@ def grow_and_shrink(ring: Ring, plan: Plan, result: Rehearsal, say) -> None:
 
 
 def phase_table(rank_results: list[dict], events: dict[str, float]) -> pd.DataFrame:
-    """Per phase and rank: images, images/s, MB/s, failed reads, completed (whole, verified) epochs."""
+    """Per phase and rank: images, images/s, MB/s, share of the time in all-reduce (the transfer over the
+    link and the wait for the slower rank: with reads prefetched, what paces the steps), failed reads,
+    completed (whole, verified) epochs."""
     bounds = [events[e] for e in ("reading", "join starts", "joined", "leave starts", "left", "stop")]
     rows = []
     for name, start, end in zip(PHASES, bounds, bounds[1:]):
@@ -245,6 +247,8 @@ def phase_table(rank_results: list[dict], events: dict[str, float]) -> pd.DataFr
             rows.append({"phase": name, "rank": r["rank"], "seconds": round(end - start, 1), "images": images,
                          "images_per_s": round(images / (end - start), 1),
                          "mb_per_s": round(nbytes / (end - start) / 1e6, 2),
+                         "allreduce_share": round(sum(s for t, s in r["allreduce"] if start <= t < end)
+                                                  / (end - start), 2),
                          "failed_reads": sum(start <= e["t"] < end for e in r["errors"]),
                          "whole_epochs": sum(start <= e["t"] < end for e in r["epochs"])})
     return pd.DataFrame(rows)
@@ -254,8 +258,13 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="200 images, 2 s of reading around each change")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--images", type=int, help="images ingested (both ranks' splits together)")
+    parser.add_argument("--gradient-elements", type=int, help="float32 all-reduced per step (0.25M-25.6M: "
+                        "a small model to ResNet-50); over 1 Gbit/s it paces the steps")
+    parser.add_argument("--settle-seconds", type=float, help="reading before the join, between, after the leave")
     args = parser.parse_args(argv)
-    rehearse(args.workdir, SMOKE if args.smoke else Plan())
+    chosen = {k: v for k, v in vars(args).items() if k in Plan.__dataclass_fields__ and v is not None}
+    rehearse(args.workdir, replace(SMOKE if args.smoke else Plan(), **chosen))
 
 
 if __name__ == "__main__":

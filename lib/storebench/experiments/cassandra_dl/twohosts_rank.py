@@ -11,7 +11,8 @@ each sample of the split exactly once, else the rank fails. A failed read (a nod
 request) is recorded with its time and the epoch starts again on new connections. Per step: a real
 all-reduce of ``gradient_elements`` float32 over gloo (across the hosts' link) and of the stop flag,
 so both ranks take the same number of steps. Writes ``rank-<i>.json``: batches (time, images,
-bytes), errors, completed epochs; and ``reading-<i>`` once its first batch arrived.
+bytes), all-reduces (time, seconds), errors, completed epochs; and ``reading-<i>`` once its first
+batch arrived.
 """
 from __future__ import annotations
 
@@ -106,7 +107,7 @@ def main(argv=None) -> None:
     gradient = torch.zeros(spec["gradient_elements"], dtype=torch.float32)
     stop = torch.zeros(1)
     deadline = time.monotonic() + spec["max_seconds"]
-    steps, marked = 0, False
+    steps, marked, allreduce = 0, False, []   # allreduce: [unix time, seconds] per step
     with EpochReader(source, catalog, splits, rank, spec["batch_size"], spec["depth"]) as reader:
         while True:
             reader.step()
@@ -114,13 +115,16 @@ def main(argv=None) -> None:
                 (out_dir / f"reading-{rank}").touch()
                 marked = True
             steps += 1
+            start = time.perf_counter()
             dist.all_reduce(gradient)
             stop[0] = float(rank == 0 and (Path(spec["stop_file"]).exists() or time.monotonic() > deadline))
             dist.all_reduce(stop)
+            allreduce.append([time.time(), time.perf_counter() - start])
             if stop.item() > 0:
                 break
     result = {"rank": rank, "world": world, "netns": network_namespace(), "split_size": len(reader.expected),
-              "steps": steps, "batches": reader.batches, "errors": reader.errors, "epochs": reader.epochs}
+              "steps": steps, "batches": reader.batches, "allreduce": allreduce, "errors": reader.errors,
+              "epochs": reader.epochs}
     (out_dir / f"rank-{rank}.json").write_text(json.dumps(result))
     dist.barrier()
     dist.destroy_process_group()
