@@ -29,7 +29,7 @@ def read_all(session, rows: dict) -> bool:
 def test_a_node_joins_and_leaves_with_every_row_intact(tmp_path):
     before = cassandra_jvms()
     with Ring(tmp_path / "ring") as ring:
-        cluster = Cluster([FIRST], protocol_version=5)
+        cluster = Cluster([FIRST], port=ring.first.port, protocol_version=5)  # moved by STOREBENCH_PORT_OFFSET
         session = cluster.connect()
         session.execute("CREATE KEYSPACE ringtest WITH replication = {'class': 'SimpleStrategy', "
                         "'replication_factor': 1}")

@@ -8,6 +8,11 @@ first) and later leaves it (``nodetool decommission``: it streams them back, the
         ring.leave()                   # decommission, then stop
         ring.status()                  # {address: "UN", ...} from nodetool status
 
+Across two "hosts" (storebench.experiments.cassandra_dl.twohosts): the first node at the veth's
+address here, the second inside a network namespace at its own address, seeded by the first::
+
+    Ring(workdir, first=hop.host_address, second=hop.server_address, second_netns=hop.namespace)
+
 Every node is stopped by PID when the ring closes, also after an error: no orphan JVM.
 """
 from __future__ import annotations
@@ -25,11 +30,14 @@ SECOND_JMX_PORT = 7299
 
 class Ring:
     def __init__(self, workdir: Path, location: str = "disk", heap: str | None = None,
-                 join_timeout: float = 300.0):
+                 join_timeout: float = 300.0, first: str = FIRST, second: str = SECOND,
+                 second_netns: str | None = None):
         self.workdir, self.location, self.heap = Path(workdir), location, heap
         self.join_timeout = join_timeout
-        self.first = CassandraService(self.workdir / "node1", location, host=FIRST, heap=heap)
+        self.first_address, self.second_address, self.second_netns = first, second, second_netns
+        self.first = CassandraService(self.workdir / "node1", location, host=first, heap=heap)
         self.second: CassandraService | None = None
+        self.started = [self.first]   # every node ever started, for wipe()
 
     def start(self) -> "Ring":
         self.first.wipe()
@@ -42,14 +50,22 @@ class Ring:
     def join(self) -> float:
         """Start the second node with the first as its seed; seconds until both are Up/Normal."""
         start = time.monotonic()
-        self.second = CassandraService(self.workdir / "node2", self.location, host=SECOND, heap=self.heap,
-                                       seeds=f"{FIRST}:{self.first.storage_port}", jmx_port=SECOND_JMX_PORT + port_offset(),
-                                       ring_delay_ms=5000)
+        self.second = CassandraService(self.workdir / "node2", self.location, host=self.second_address,
+                                       netns=self.second_netns, heap=self.heap,
+                                       seeds=f"{self.first_address}:{self.first.storage_port}",
+                                       jmx_port=self._second_jmx_port(), ring_delay_ms=5000)
         self.second.wipe()
+        self.started.append(self.second)
         self.second.ready_timeout = self.join_timeout
         self.second.start()
-        self._wait(lambda s: s.get(FIRST) == "UN" and s.get(SECOND) == "UN", "the second node to be Up/Normal")
+        self._wait(lambda s: s.get(self.first_address) == "UN" and s.get(self.second_address) == "UN",
+                   "the second node to be Up/Normal")
         return time.monotonic() - start
+
+    def _second_jmx_port(self) -> int | None:
+        """JMX listens on the loopback: beside the first node it needs a port of its own; in its own
+        namespace (its own loopback) the default one is free."""
+        return None if self.second_netns else SECOND_JMX_PORT + port_offset()
 
     def leave(self) -> float:
         """Decommission the second node (its ranges stream back to the first), then stop it."""
@@ -61,7 +77,7 @@ class Ring:
         self.second.nodetool("decommission", "--force", timeout=self.join_timeout)
         self.second.stop()
         self.second = None
-        self._wait(lambda s: SECOND not in s, "the second node to leave the ring")
+        self._wait(lambda s: self.second_address not in s, "the second node to leave the ring")
         return time.monotonic() - start
 
     def status(self) -> dict[str, str]:
@@ -83,6 +99,12 @@ class Ring:
             if node is not None:
                 node.stop()
         self.second = None
+
+    def wipe(self) -> None:
+        """Stop every node and delete its data (on tmpfs, memory until deleted)."""
+        self.stop()
+        for node in self.started:
+            node.wipe()
 
     def __enter__(self) -> "Ring":
         try:
