@@ -134,12 +134,18 @@ def make_dataset(loader: str, reader: ObjectReader, opener: StoreOpener | None =
     return cls.from_reader(reader, opener)
 
 
+# A worker that delivers no batch for this long has hung (e.g. a client whose threads did not survive the
+# fork that started it): the epoch fails with the DataLoader's timeout error instead of waiting forever.
+WORKER_TIMEOUT_S = 300.0
+
+
 def data_loader(dataset: StoreMapDataset, batch_sampler, workers: int, start_method: str | None = None,
                 **kwargs) -> torch.utils.data.DataLoader:
     """A DataLoader over ``dataset`` with a fixed batch plan (list of index lists)."""
     extra = {}
     if workers:
         extra["persistent_workers"] = False
+        extra["timeout"] = WORKER_TIMEOUT_S
         if start_method:
             extra["multiprocessing_context"] = worker_context(start_method)
     kwargs.setdefault("collate_fn", dataset.collate_fn)

@@ -20,8 +20,10 @@ from storebench.stores.base import ServerStore
 # Libraries whose threads forbid fork: after a TileDB context, a fork may deadlock (SERVICES.md);
 # TensorStore aborts a forked child outright. Their workers are forked from a forkserver: a clean
 # interpreter that has imported torch and storebench once (no TileDB or TensorStore state), so a
-# worker starts in ~0.1 s instead of the seconds a spawned one spends importing torch.
-CLEAN_START_SYSTEMS = {"tiledb", "tiledb-array", "tiledb-attrs", "tensorstore", "tensorstore-zarr"}
+# worker starts in ~0.1 s instead of the seconds a spawned one spends importing torch. obstore's
+# Rust runtime (its threads) does not survive a fork either: a forked worker's first GET waits forever.
+CLEAN_START_SYSTEMS = {"tiledb", "tiledb-array", "tiledb-attrs", "tensorstore", "tensorstore-zarr",
+                       "minio-obstore", "rgw-obstore"}
 SPAWN_SYSTEMS = CLEAN_START_SYSTEMS  # the name seed 003's training used
 FORKSERVER_PRELOAD = ["numpy", "torch", "storebench.loaders"]
 

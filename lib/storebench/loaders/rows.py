@@ -36,7 +36,7 @@ from storebench.data.rowformats import KeyLayout, RowFormat
 from storebench.data.samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
 from storebench.stores.tables import RowTable
 from storebench.loaders.heap import keep_batch_buffers, worker_init
-from storebench.loaders.mapstyle import keep_batch
+from storebench.loaders.mapstyle import WORKER_TIMEOUT_S, keep_batch
 from storebench.loaders.opener import ProcessLocalStore, StoreOpener, worker_context
 
 LOADER_KINDS = ("map", "iterable")
@@ -275,6 +275,7 @@ def row_loader(dataset, workers: int, start_method: str | None = None, batches=N
     extra = {}
     if workers:
         extra["persistent_workers"] = persistent
+        extra["timeout"] = WORKER_TIMEOUT_S
         extra["worker_init_fn"] = worker_init
         if prefetch_factor:
             extra["prefetch_factor"] = prefetch_factor
