@@ -96,6 +96,26 @@ def test_every_sample_exactly_once_per_shuffled_epoch(system, loader, workers, s
         store.close()
 
 
+@pytest.mark.server
+@pytest.mark.parametrize("system", ["minio", "minio-obstore"])
+def test_s3_clients_feed_two_workers(system, servers, synthetic):
+    """Two DataLoader workers over each S3 client deliver every sample, verified: obstore's workers start from
+    the forkserver (its Rust runtime does not survive a fork: a forked worker's first GET used to wait forever)."""
+    svc = servers.get("minio", "disk")
+    store = get_store_class(system)(svc.endpoint(), namespace=f"workers-{system}")
+    try:
+        reader = ObjectReader.ingest(store, synthetic, get_format("pickle"), 1, progress=False)
+        dataset = loaders.make_dataset("batched", reader)
+        plan = loaders.batch_plan(N, N, 32, seed=0)
+        got = [label for _, labels in loaders.data_loader(dataset, plan, 2, loaders.start_method(system))
+               for label in labels.tolist()]
+        assert got == [int(synthetic.labels[i]) for batch in plan for i in batch]
+        dataset.close()
+    finally:
+        store.clear()
+        store.close()
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_getitems_is_one_get_many_per_batch_and_getitem_one_get_per_sample(workers, synthetic, tmp_path):
     store, reader = ingest(CountingLocalFS, tmp_path / "counted", synthetic)
