@@ -135,8 +135,9 @@ def make_dataset(loader: str, reader: ObjectReader, opener: StoreOpener | None =
 
 
 # A worker that delivers no batch for this long has hung (e.g. a client whose threads did not survive the
-# fork that started it): the epoch fails with the DataLoader's timeout error instead of waiting forever.
-WORKER_TIMEOUT_S = 300.0
+# fork that started it) or died unseen (a worker from the forkserver is not this process's child, so only
+# this wait notices its death): the epoch fails with the DataLoader's error instead of waiting forever.
+WORKER_TIMEOUT_S = 120.0
 
 
 def data_loader(dataset: StoreMapDataset, batch_sampler, workers: int, start_method: str | None = None,
