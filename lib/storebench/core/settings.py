@@ -22,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from storebench.paths import ROOT
 
-SCALES = ("smoke", "small", "paper")
+SCALES = ("smoke", "small", "paper", "reference")
 
 
 class ParamsError(ValueError):
@@ -147,21 +147,48 @@ def merged(name: str, scale: str | None = None, params: dict | None = None,
     scale = scale or params.get("scale", "small")
     if scale not in SCALES:
         raise ParamsError(f"params.yaml: scale must be one of {', '.join(SCALES)}, got {scale!r}")
-    preset = _mapping(_mapping(params, "presets"), scale, f"presets.{scale}")
     if name not in params:
         raise ParamsError(f"params.yaml has no section {name!r} (experiments: "
                           f"{', '.join(k for k, v in params.items() if isinstance(v, dict) and k != 'presets')})")
-    layers = [("", {"seed": params.get("seed", 0), "endpoints": params.get("endpoints") or {}}),
-              (f"presets.{scale}.", {k: v for k, v in preset.items() if not isinstance(v, dict)}),
-              (f"{name}.", _mapping(params, name)),
-              (f"presets.{scale}.{name}.", preset.get(name, {})),
-              ("override ", overrides or {})]
+    chain = preset_chain(params, scale)
+    layers = [("", {"seed": params.get("seed", 0), "endpoints": params.get("endpoints") or {}})]
+    layers += [(f"presets.{s}.", {k: v for k, v in p.items() if not isinstance(v, dict) and k != "extends"})
+               for s, p in chain]
+    layers.append((f"{name}.", _mapping(params, name)))
+    layers += [(f"presets.{s}.{name}.", p.get(name, {})) for s, p in chain]
+    layers.append(("override ", overrides or {}))
     config, origin = {}, {}
     for prefix, layer in layers:
         config.update(layer)
         origin.update({key: prefix + key for key in layer})
     config["scale"], origin["scale"] = scale, "scale"
     return config, origin
+
+
+def preset_chain(params: dict, scale: str) -> list[tuple[str, dict]]:
+    """The presets ``scale`` is made of, base first: a preset with ``extends: <other>`` overlays that
+    one (the reference preset is the paper preset plus what this machine needs changed)."""
+    presets = _mapping(params, "presets")
+    chain, seen = [], set()
+    while scale is not None:
+        if scale in seen:
+            raise ParamsError(f"params.yaml: presets.{scale}.extends makes a cycle")
+        seen.add(scale)
+        preset = _mapping(presets, scale, f"presets.{scale}")
+        chain.insert(0, (scale, preset))
+        scale = preset.get("extends")
+    return chain
+
+
+def part_overrides(params: dict, name: str, part: str | None) -> dict:
+    """The settings one part of a split measurement overrides (``parts.<experiment>.<part>``): a stage of
+    the reference run that would take too long whole is measured as parts, each its own stage."""
+    if part is None:
+        return {}
+    parts = (params.get("parts") or {}).get(name) or {}
+    if part not in parts:
+        raise ParamsError(f"params.yaml: parts.{name} has no part {part!r}; parts: {', '.join(parts) or 'none'}")
+    return dict(parts[part])
 
 
 def load(settings_class: type[Settings], name: str, scale: str | None = None, params: dict | None = None,
