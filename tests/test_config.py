@@ -34,7 +34,7 @@ def test_repository_params_resolve_at_every_scale():
     on_contract = [n for n in EXPERIMENTS if module_file(f"{package(n)}.measure") is not None]
     assert on_contract
     for name in on_contract:
-        for scale in ("smoke", "small", "paper"):
+        for scale in ("smoke", "small", "paper", "reference"):
             config = settings(name, scale)
             assert config.scale == scale and config.repeats >= 1
     assert settings(EXPERIMENT, "paper").n_samples == 60000
@@ -43,6 +43,45 @@ def test_repository_params_resolve_at_every_scale():
 def test_preset_overrides_section():
     config = experiment_config(EXPERIMENT, "smoke", params())
     assert config.samples_per_request == load_params()["presets"]["smoke"]["granularity"]["samples_per_request"]
+
+
+def test_reference_extends_paper_and_a_part_overrides_both():
+    p = params()
+    p["presets"]["paper"]["granularity"] = {"samples_per_object": [1, 2], "samples_per_request": [4]}
+    p["presets"]["reference"] = {"extends": "paper", "cell_cap_s": 7, "granularity": {"samples_per_request": [8]}}
+    config = experiment_config(EXPERIMENT, "reference", p)
+    assert config.scale == "reference" and config.cell_cap_s == 7 and config.n_samples == 60000
+    assert config.samples_per_object == [1, 2] and config.samples_per_request == [8]
+    from storebench.core.settings import part_overrides
+
+    p["parts"] = {"granularity": {"servers": {"systems": ["redis"]}}}
+    assert part_overrides(p, "granularity", "servers") == {"systems": ["redis"]}
+    with pytest.raises(ParamsError, match="parts.granularity has no part 'nope'; parts: servers"):
+        part_overrides(p, "granularity", "nope")
+    p["presets"]["paper"]["extends"] = "reference"
+    with pytest.raises(ParamsError, match="makes a cycle"):
+        experiment_config(EXPERIMENT, "reference", p)
+
+
+def test_parts_of_a_measurement_read_as_one(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from storebench.core.experiment import ResultTables
+
+    for part, systems, started in (("embedded", ["rocksdb"], "2026-01-01T10:00"), ("servers", ["redis"], "2026-01-01T09:00")):
+        folder = tmp_path / part
+        folder.mkdir()
+        pd.DataFrame({"system": systems, "seconds": [1.0]}).to_csv(folder / "t.csv", index=False)
+        (folder / "manifest.json").write_text(json.dumps({
+            "run_id": part, "started_utc": started, "finished_utc": started + ":30", "duration_s": 30,
+            "git_rev": "abc", "settings": {"systems": systems, "n_samples": 60000, "rows": {"text": 1}}, "tables": ["t"]}))
+    tables = ResultTables.read(tmp_path)
+    assert list(tables["t"].system) == ["rocksdb", "redis"] and list(tables["t"].part) == ["embedded", "servers"]
+    assert tables.settings == {"systems": ["rocksdb", "redis"], "n_samples": 60000, "rows": {"text": 1}}
+    assert tables.manifest["duration_s"] == 60 and tables.manifest["started_utc"] == "2026-01-01T09:00"
+    assert set(tables.manifest["parts"]) == {"embedded", "servers"}
 
 
 def test_wrong_type_names_the_key_and_type():
@@ -65,7 +104,7 @@ def test_unknown_store_in_params_lists_valid_ones():
 def test_unknown_key_and_scale_and_section():
     with pytest.raises(ParamsError, match="unknown key granularity.repeets; known keys: .*samples_per_object"):
         experiment_config(EXPERIMENT, "small", params(repeets=3))
-    with pytest.raises(ParamsError, match="scale must be one of smoke, small, paper"):
+    with pytest.raises(ParamsError, match="scale must be one of smoke, small, paper, reference"):
         experiment_config(EXPERIMENT, "huge")
     with pytest.raises(ValueError, match="unknown experiment 'nope'"):
         experiment_config("nope", "small")

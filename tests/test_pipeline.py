@@ -64,10 +64,17 @@ def test_report_stages_start_no_server_and_changing_a_figure_leaves_measurements
 
 def test_one_familys_preset_is_not_anothers_dependency():
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    reference = yaml.safe_load((ROOT / "reference" / "dvc.yaml").read_text())["stages"]
     for name in [*EXPERIMENTS, *SEED001]:
         params = set(doc[measuring_stage(name)]["params"])
-        assert {f"presets.{s}.{name}" for s in ("smoke", "small", "paper")} <= params and name in params
+        assert f"presets.small.{name}" in params and name in params and "scale" in params
+        # the quick check does not depend on the reference preset, nor the reference run on the quick check's
+        assert not [p for p in params if p.startswith(("presets.reference", "presets.paper", "parts"))]
         assert "presets" not in params and not {f"presets.small.{o}" for o in [*EXPERIMENTS, *SEED001] if o != name} & params
+        for stage in [s for s in reference if s == f"measure_{name}" or s.startswith(f"measure_{name}-")]:
+            ref = set(reference[stage]["params"])
+            assert {f"presets.paper.{name}", f"presets.reference.{name}", name} <= ref
+            assert not [p for p in ref if p.startswith(("presets.small", "presets.smoke"))] and "scale" not in ref
     deps = stage_deps(measuring_stage("training"))
     assert not [d for d in deps if d.endswith(("loaders/rows.py", "samples.py", "stores/tables.py"))]
 

@@ -105,13 +105,30 @@ class ResultTables:
 
     @classmethod
     def read(cls, path: Path) -> "ResultTables":
+        """One measurement's tables, or, where ``path`` holds the parts of a split measurement (one folder
+        each, with its own manifest), all parts read together (``merged``)."""
         path = Path(path)
         manifest_path = path / MANIFEST
         if not manifest_path.exists():
+            parts = sorted(p for p in path.iterdir() if (p / MANIFEST).exists()) if path.is_dir() else []
+            if parts:
+                return cls.merged({p.name: cls.read(p) for p in parts})
             raise FileNotFoundError(f"no recorded measurement in {path} (no {MANIFEST}): run its measurement "
                                     f"stage first (dvc repro measure_<experiment>) or set measure=True")
         frames = {p.stem: _read_csv(p) for p in sorted(path.glob("*.csv"))}
         return cls(frames, json.loads(manifest_path.read_text()))
+
+    @classmethod
+    def merged(cls, parts: dict[str, "ResultTables"]) -> "ResultTables":
+        """The parts of a split measurement as one: each table concatenated over the parts (a ``part``
+        column says which), one manifest (the first and last UTC times, the summed duration, the settings
+        merged: equal values kept, lists unioned in order) that lists every part's own run."""
+        names = list(dict.fromkeys(n for tables in parts.values() for n in tables.names))
+        frames = {}
+        for name in names:
+            pieces = [tables[name].assign(part=part) for part, tables in parts.items() if name in tables]
+            frames[name] = pd.concat([p for p in pieces if len(p.columns)], ignore_index=True) if pieces else pd.DataFrame()
+        return cls(frames, merged_manifest({part: tables.manifest for part, tables in parts.items()}))
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._frames:
@@ -132,6 +149,50 @@ class ResultTables:
     def settings(self) -> dict:
         """The settings the measurement ran with (from its manifest)."""
         return self.manifest.get("settings", {})
+
+
+RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash")
+
+
+def merged_manifest(manifests: dict[str, dict]) -> dict:
+    """One manifest for the parts of a measurement (see ``ResultTables.merged``)."""
+    first = next(iter(manifests.values()))
+    runs = list(manifests.values())
+    manifest = {**first, "part": None, "tables": sorted({t for m in runs for t in m.get("tables", [])})}
+    manifest["run_id"] = "+".join(str(m.get("run_id")) for m in runs)
+    manifest["started_utc"] = min(str(m.get("started_utc")) for m in runs)
+    manifest["finished_utc"] = max(str(m.get("finished_utc")) for m in runs)
+    manifest["duration_s"] = round(sum(float(m.get("duration_s") or 0) for m in runs), 1)
+    manifest["git_rev"] = ", ".join(dict.fromkeys(str(m.get("git_rev")) for m in runs))
+    manifest["settings"] = merge_settings([m.get("settings") or {} for m in runs])
+    manifest["versions"] = merge_settings([m.get("versions") or {} for m in runs])
+    manifest["parts"] = {part: {key: m.get(key) for key in RUN_KEYS} for part, m in manifests.items()}
+    return manifest
+
+
+def merge_settings(settings: list[dict]) -> dict:
+    """Settings of several parts as one: a key the parts agree on keeps its value; lists are unioned
+    in order; mappings are merged key by key; other values that differ become the list of them."""
+    merged = {}
+    for key in dict.fromkeys(k for s in settings for k in s):
+        values = [s[key] for s in settings if key in s]
+        if all(v == values[0] for v in values):
+            merged[key] = values[0]
+        elif all(isinstance(v, list) for v in values):
+            merged[key] = list(_unique(item for v in values for item in v))
+        elif all(isinstance(v, dict) for v in values):
+            merged[key] = merge_settings(values)
+        else:
+            merged[key] = list(_unique(values))
+    return merged
+
+
+def _unique(items):
+    seen = []
+    for item in items:
+        if item not in seen:
+            seen.append(item)
+            yield item
 
 
 def _read_csv(path: Path) -> pd.DataFrame:

@@ -178,20 +178,34 @@ def measured_experiment(stage: dict) -> str | None:
 
 
 def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] | None:
-    """The params a measuring stage reads (see the module docstring); None for other stages."""
-    import yaml
+    """The params a measuring stage reads (see the module docstring); None for other stages. A stage of
+    the default pipeline reads the presets of params.yaml's ``scale``; a reference stage those of the
+    reference preset (``--scale reference``) and its part: so tuning the reference preset never makes the
+    quick check's results stale, nor the other way round."""
+    from storebench.core.settings import preset_chain
 
     name = measured_experiment(stage)
     if name is None:
         return None
+    params = _params(params_yaml)
+    fixed_scale = re.search(r"--scale\s+(\w+)", stage["cmd"])
+    scale = fixed_scale.group(1) if fixed_scale else params.get("scale", "small")
+    chain = [s for s, _ in preset_chain(params, scale)]
+    global_keys = sorted({key for s in chain for key, value in params["presets"][s].items()
+                          if not isinstance(value, dict) and key != "extends"})
+    part = re.search(r"--part\s+([\w-]+)", stage["cmd"])
+    return ((["seed", "endpoints", name] if fixed_scale else ["scale", "seed", "endpoints", name])
+            + [f"presets.{s}.{k}" for s in chain for k in global_keys]
+            + [f"presets.{s}.{name}" for s in chain]
+            + ([f"parts.{name}.{part.group(1)}"] if part else []))
+
+
+def _params(params_yaml: Path | None = None) -> dict:
+    import yaml
+
     if params_yaml is None or not params_yaml.exists():
         params_yaml = DVC_YAML.with_name("params.yaml")
-    params = yaml.safe_load(params_yaml.read_text())
-    scales = list(params["presets"])
-    global_keys = sorted({key for scale in scales for key, value in params["presets"][scale].items()
-                          if not isinstance(value, dict)})
-    return (["scale", "seed", "endpoints", name] + [f"presets.{s}.{k}" for s in scales for k in global_keys]
-            + [f"presets.{s}.{name}" for s in scales])
+    return yaml.safe_load(params_yaml.read_text())
 
 
 def report_experiment(stage: dict) -> str | None:
@@ -239,10 +253,21 @@ def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
         if report_experiment(stage):
             listed |= _declared(stage)
             want |= expected_declared(stage)
+        if name == "index":
+            listed |= {d for d in map(_dep_name, stage.get("deps", [])) if d.startswith(REFERENCE_REPORTS)}
+            want |= set(index_reference_deps())
         missing, extra = sorted(want - listed), sorted(listed - want)
         if missing or extra:
             problems[name] = {"missing": missing, "extra": extra}
+    if dvc_yaml == DVC_YAML and (not REFERENCE_YAML.exists() or REFERENCE_YAML.read_text() != reference_yaml(dvc_yaml)):
+        problems["reference/dvc.yaml"] = {"missing": ["stages as params.yaml and the imports make them"], "extra": []}
     return problems
+
+
+def index_reference_deps() -> list[str]:
+    """The index reads the reference reports that exist (an experiment not yet measured at the reference
+    preset is not upstream of it, so `dvc repro` never starts a reference measurement)."""
+    return [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in measured_references() for kind in ("findings.json", "html")]
 
 
 def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
@@ -271,8 +296,21 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
         if experiment and _declared(stage) != expected_declared(stage):
             stage["metrics"], stage["plots"] = report_metrics(experiment), report_plots(experiment)
             changed.append(name)
+        if name == "index":
+            old_deps = [_dep_name(d) for d in stage["deps"]]
+            kept = [d for d in stage["deps"] if not _dep_name(d).startswith(REFERENCE_REPORTS)]
+            lib_at = next((i for i, d in enumerate(kept) if is_library_dep(_dep_name(d))), len(kept))
+            stage["deps"] = CommentedSeq(kept[:lib_at] + index_reference_deps() + kept[lib_at:])
+            if [_dep_name(d) for d in stage["deps"]] != old_deps:
+                changed.append(name)
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)
+    if dvc_yaml == DVC_YAML:
+        text = reference_yaml(dvc_yaml)
+        if not REFERENCE_YAML.exists() or REFERENCE_YAML.read_text() != text:
+            REFERENCE_YAML.parent.mkdir(exist_ok=True)
+            REFERENCE_YAML.write_text(text)
+            changed.append("reference/dvc.yaml")
     return list(dict.fromkeys(changed))
 
 
@@ -303,6 +341,84 @@ def add_contract_stages(doc) -> list[str]:
         doc["stages"] = CommentedMap(stages)
         made += [f"measure_{name}", f"report_{name}"]
     return made
+
+
+REFERENCE_YAML = ROOT / "reference" / "dvc.yaml"
+REFERENCE_RESULTS, REFERENCE_REPORTS = "results/reference", "reports/reference"
+REFERENCE_HEADER = """\
+# The reference results: every experiment at the papers' sizes (the `reference` preset of params.yaml,
+# which extends `paper`), measured stage by stage on this machine and committed; reports/index.html presents
+# them as the suite's results. Generated from params.yaml and the imports by `make deps`: do not edit.
+#
+# The measurement stages are frozen: `dvc repro` never re-measures them (each takes up to ~40 min), not
+# even when the code they ran has changed since (the index says so per experiment). Measure one on purpose:
+#   python -m storebench.pipeline.reference measure <experiment> [--part <part>]
+# The report stages are not frozen: an analysis, figure or notebook change re-renders them (seconds).
+# Raw per-request events stay beside the tables in results/reference/raw/ (git-ignored, not in DVC: a
+# frozen stage's cached output missing from a fresh clone would stop `dvc repro`).
+"""
+
+
+def reference_part_names(params: dict, name: str) -> list[str | None]:
+    return list((params.get("parts") or {}).get(name) or {}) or [None]
+
+
+def reference_measure_stage(name: str, part: str | None) -> str:
+    return f"measure_{name}" + (f"-{part}" if part else "")
+
+
+def reference_results(name: str, part: str | None = None) -> str:
+    return f"{REFERENCE_RESULTS}/{name}" + (f"/{part}" if part else "")
+
+
+def reference_stages(main_doc: dict, params: dict) -> dict:
+    """The stages of reference/dvc.yaml: per experiment its measurement (one stage per part) and its report,
+    both run from the repository's root (``wdir: ..``)."""
+    from storebench.experiments import EXPERIMENTS
+
+    stages = {}
+    for name in EXPERIMENTS:
+        main_measure = _stages(main_doc).get(f"measure_{name}", {})
+        data = [_reference_path(_dep_name(d)) for d in main_measure.get("deps", [])
+                if not is_library_dep(_dep_name(d))]
+        parts = reference_part_names(params, name)
+        for part in parts:
+            cmd = (f"python -m {MEASURING_RUNNER} measure {name} --scale reference"
+                   + (f" --part {part}" if part else "") + f" --results {REFERENCE_RESULTS}")
+            stage = {"cmd": cmd, "wdir": "..", "frozen": True}
+            stage["deps"] = data + library_deps(cmd)
+            stage["params"] = expected_params(stage)
+            stage["outs"] = [{reference_results(name, part): {"cache": False}}]
+            stages[reference_measure_stage(name, part)] = stage
+        cmd = f"python -m {PACKAGE}.pipeline.notebooks {name} --results {REFERENCE_RESULTS} --out-dir {REFERENCE_REPORTS}"
+        out = REFERENCE_REPORTS
+        stages[f"report_{name}"] = {
+            "cmd": cmd, "wdir": "..",
+            "deps": [f"notebooks/{name}.ipynb", *(reference_results(name, p) for p in parts), *library_deps(cmd)],
+            "outs": [f"{out}/notebooks/{name}.ipynb", *({f"{out}/{f}": {"cache": False}} for f in
+                     (f"{name}.html", f"{name}.findings.json", f"figures/{name}", f"tables/{name}"))],
+            "metrics": [{f"{out}/metrics/{name}.json": {"cache": False}}]}
+    return stages
+
+
+def _reference_path(dep: str) -> str:
+    """A measurement's input from another measurement (scalability reads the dataloaders' best loaders)
+    comes from the reference results too."""
+    return dep.replace("results/", f"{REFERENCE_RESULTS}/", 1) if dep.startswith("results/") else dep
+
+
+def reference_yaml(main_yaml: Path = DVC_YAML) -> str:
+    import yaml
+
+    doc = {"stages": reference_stages(yaml.safe_load(main_yaml.read_text()), _params())}
+    return REFERENCE_HEADER + yaml.safe_dump(doc, sort_keys=False, width=4096)
+
+
+def measured_references(root: Path = ROOT) -> list[str]:
+    """The experiments whose reference report has been rendered (what the index presents)."""
+    from storebench.experiments import EXPERIMENTS
+
+    return [name for name in EXPERIMENTS if (root / REFERENCE_REPORTS / f"{name}.findings.json").exists()]
 
 
 def main(argv=None) -> int:

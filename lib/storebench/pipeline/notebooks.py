@@ -39,7 +39,17 @@ def run(name: str, scale: str | None = None, out_dir: Path = REPORTS_DIR, parame
     with relayed_to(sys.stderr if progress else None, spool):  # the kernel's bars: terminal, not report
         papermill.execute_notebook(str(source), str(executed), parameters=params, kernel_name=KERNEL,
                                    cwd=str(NOTEBOOKS_DIR), progress_bar=progress, **streams)
-    return render_html(executed, out_dir / f"{name}.html")
+    return render_html(executed, out_dir / f"{name}.html", index_href=_index_href(out_dir))
+
+
+def _index_href(out_dir: Path) -> str:
+    """The link from a report in ``out_dir`` to reports/index.html (a report under reports/reference/
+    links one level up; a report rendered elsewhere, to the index beside it)."""
+    try:
+        depth = len(out_dir.resolve().relative_to(REPORTS_DIR.resolve()).parts)
+    except ValueError:
+        depth = 0
+    return "../" * depth + "index.html"
 
 
 STYLE = """<style>
@@ -65,7 +75,7 @@ details > summary { cursor: pointer; color: #0969da; }
 SHOWN = ("text/html", "image/png", "image/jpeg", "image/svg+xml", "text/markdown", "text/plain")
 
 
-def render_html(notebook: Path, target: Path, log=None) -> Path:
+def render_html(notebook: Path, target: Path, log=None, index_href: str = "index.html") -> Path:
     """The executed notebook as the document a reviewer reads: its markdown and its cells' outputs, nothing of
     the notebook itself (no code, no cell markup, no notebook styles); a link back to the index, the title as
     the page's <title>, no log or warning line (a cell's stderr goes to ``log``, the stage's own log, instead)
@@ -75,7 +85,7 @@ def render_html(notebook: Path, target: Path, log=None) -> Path:
     node = nbformat.read(notebook, as_version=4)
     move_stderr(node, log or sys.stderr)
     strip_machine_paths(node)
-    parts = ['<p><a href="index.html">&larr; all storebench reports</a></p>']  # its sibling
+    parts = [f'<p><a href="{index_href}">&larr; all storebench reports</a></p>']
     for cell in node.cells:
         if cell.cell_type == "markdown":
             parts.append(markdown_html(cell.source))

@@ -3,9 +3,13 @@ then analyse and render from them.
 
     python -m storebench.pipeline.run measure granularity --scale small   # servers; -> results/granularity/
     python -m storebench.pipeline.run analyse granularity                 # no server; prints the claims
+    python -m storebench.pipeline.run measure access_pattern --scale reference --part servers \
+        --results results/reference                                        # one part of a split measurement
 
 ``measure`` runs into a fresh directory and replaces ``results/<experiment>/`` only when it
-finished, so a failed or interrupted measurement never leaves a mix of two runs. The measure
+finished, so a failed or interrupted measurement never leaves a mix of two runs. A part of a split measurement
+(``parts.<experiment>.<part>`` in params.yaml) goes to ``results/<experiment>/<part>/``; the report reads
+the parts together (storebench.core.experiment.ResultTables.read). The measure
 modules are imported by name at run time: a report stage, which only reads tables, then depends on
 the analysis code alone (storebench.pipeline.deps follows imports).
 """
@@ -19,20 +23,22 @@ from pathlib import Path
 
 from storebench.core import provenance
 from storebench.core.experiment import MANIFEST, ResultsDir, ResultTables
-from storebench.core.settings import load, load_params, params_hash
+from storebench.core.settings import load, load_params, params_hash, part_overrides
 from storebench.experiments import experiment, step
 from storebench.paths import ROOT
 
 RESULTS_DIR = ROOT / "results"
 
 
-def results_path(name: str, results_root: Path | None = None) -> Path:
-    return Path(results_root or RESULTS_DIR) / name
+def results_path(name: str, results_root: Path | None = None, part: str | None = None) -> Path:
+    path = Path(results_root or RESULTS_DIR) / name
+    return path / part if part else path
 
 
-def raw_path(name: str, results_root: Path | None = None) -> Path:
+def raw_path(name: str, results_root: Path | None = None, part: str | None = None) -> Path:
     """Raw per-request events: beside the tables, but kept in DVC's cache rather than git."""
-    return Path(results_root or RESULTS_DIR) / "raw" / name
+    path = Path(results_root or RESULTS_DIR) / "raw" / name
+    return path / part if part else path
 
 
 def settings(name: str, scale: str | None = None, params_file: Path | None = None, overrides: dict | None = None):
@@ -40,12 +46,14 @@ def settings(name: str, scale: str | None = None, params_file: Path | None = Non
 
 
 def measure(name: str, scale: str | None = None, *, results_root: Path | None = None, params_file: Path | None = None,
-            overrides: dict | None = None, progress: bool = True) -> ResultTables:
-    """Measure experiment ``name`` and record its tables and manifest; returns them as read back."""
+            overrides: dict | None = None, progress: bool = True, part: str | None = None) -> ResultTables:
+    """Measure experiment ``name`` (or one ``part`` of it) and record its tables and manifest; returns them as
+    read back."""
     declared, module = experiment(name), step(name, "measure")
+    overrides = {**part_overrides(load_params(params_file), name, part), **(overrides or {})}
     chosen = settings(name, scale, params_file, overrides)
-    target, raw = results_path(name, results_root), raw_path(name, results_root)
-    staging = target.with_name(f".{name}.measuring")
+    target, raw = results_path(name, results_root, part), raw_path(name, results_root, part)
+    staging = target.with_name(f".{target.name}.measuring")
     shutil.rmtree(staging, ignore_errors=True)
     out = ResultsDir(staging)
     started, clock = provenance.utc_now(), time.monotonic()
@@ -54,7 +62,7 @@ def measure(name: str, scale: str | None = None, *, results_root: Path | None = 
         "experiment": name, "paper": declared.paper, "reference": declared.reference,
         "run_id": provenance.new_run_id(name, started), "started_utc": started.isoformat(),
         "finished_utc": provenance.utc_now().isoformat(), "duration_s": round(time.monotonic() - clock, 1),
-        "scale": chosen.scale, "git_rev": provenance.git_revision(), "params_hash": params_hash(chosen.as_dict()),
+        "scale": chosen.scale, "part": part, "git_rev": provenance.git_revision(), "params_hash": params_hash(chosen.as_dict()),
         "settings": chosen.as_dict(), "machine": provenance.machine_card(),
         "versions": {"client_packages": provenance.package_versions(), **_system_versions(out)},
         "tables": out.tables(),
@@ -99,12 +107,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m storebench.pipeline.run", description=__doc__.split("\n\n")[0])
     parser.add_argument("action", choices=["measure", "analyse"])
     parser.add_argument("name")
-    parser.add_argument("--scale", default=None, help="smoke | small | paper (default: params.yaml's scale)")
+    parser.add_argument("--scale", default=None, help="smoke | small | paper | reference (default: params.yaml's scale)")
     parser.add_argument("--results", default=str(RESULTS_DIR), help="results root (default: results/)")
+    parser.add_argument("--part", default=None, help="one part of a split measurement (params.yaml: parts.<name>)")
     args = parser.parse_args(argv)
     if args.action == "measure":
-        recorded = measure(args.name, args.scale, results_root=Path(args.results))
-        print(f"{args.name}: {', '.join(recorded.names)} in {results_path(args.name, Path(args.results))} "
+        recorded = measure(args.name, args.scale, results_root=Path(args.results), part=args.part)
+        print(f"{args.name}: {', '.join(recorded.names)} in {results_path(args.name, Path(args.results), args.part)} "
               f"({recorded.manifest['duration_s']} s)")
         return 0
     findings = step(args.name, "analysis").analyse(tables(args.name, Path(args.results)))

@@ -360,10 +360,30 @@ class Findings:
         settings = manifest.get("settings") or {}
         run["repeats"] = settings.get("repeats")
         run["repeat_policy"] = policy_text(settings) if isinstance(run["repeats"], int) else None
+        run["data"] = data_text(settings, experiment.data)
+        if manifest.get("parts"):
+            run["parts"] = manifest["parts"]
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
                 "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],
                 "run": run}
+
+
+def data_text(settings: dict, template: str | None = None) -> str:
+    """What a run read, in words: the experiment's own template of its settings, else its n_samples (and
+    rows per workload where it has them)."""
+    if template is not None:
+        try:
+            data = template.format(**settings)
+        except (KeyError, ValueError, TypeError, IndexError):
+            data = "data size not recorded"
+    elif isinstance(settings.get("n_samples"), int):
+        data = f"{settings['n_samples']:,} samples"
+    else:
+        data = "data size not recorded"
+    if template is None and isinstance(settings.get("rows"), dict):
+        data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
+    return data
 
 
 def repeat_policy(settings: dict) -> RepeatPolicy:

@@ -1,6 +1,8 @@
 """reports/index.html, built from what the experiments recorded (``*.findings.json``, see
-storebench.report.findings) and the rendered reports beside them: one section per seed paper, each with
-its per-system overview and its reports; runs at the paper's scale (``reports/paper/``) apart.
+storebench.report.findings) and the rendered reports beside them: first the reference results
+(``reports/reference/``: each paper at its own sizes), one section per seed paper, each with its per-system
+overview and its reports; then the quick check at ``small`` (``reports/``), the same way; earlier runs at the
+paper preset outside the reference set (``reports/paper/``) last.
 
     python -m storebench.report.index [--reports DIR]
 """
@@ -112,20 +114,25 @@ def unrecorded(reports_dir: Path, recorded: list[Recorded]) -> list[str]:
     return [p.stem for p in sorted(reports_dir.glob("*.html")) if p.stem != "index" and p.stem not in known]
 
 
-def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2") -> list[str]:
-    """One section per seed paper (all of them at the top level, even one without recorded findings)."""
-    recorded = read_all(reports_dir)
+def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2", every_paper: bool | None = None,
+                   overview: bool | None = None, missing_text: str = "run its experiments (<code>make reproduce</code>)"
+                   ) -> list[str]:
+    """One section per seed paper (by default all of them at the top level, even one without recorded findings,
+    each with its per-system overview; under a prefix only the papers recorded there, without)."""
+    recorded = read_all(reports_dir) if reports_dir.is_dir() else []
+    every_paper = not prefix if every_paper is None else every_paper
+    overview = not prefix if overview is None else overview
     sections = []
-    papers = list(PAPERS) if not prefix else sorted({r.paper for r in recorded}, key=list(PAPERS).index)
+    papers = list(PAPERS) if every_paper else sorted({r.paper for r in recorded}, key=list(PAPERS).index)
     for paper in papers:
         mine = [r for r in recorded if r.paper == paper]
+        anchor = f'{paper}{prefix.strip("/")}'
         if not mine:
-            sections.append(f'<section id="{paper}"><{heading}>{html.escape(PAPERS[paper])}</{heading}>\n'
-                            "<p>No findings recorded for this paper yet: run its experiments "
-                            "(<code>make reproduce</code>).</p></section>")
+            sections.append(f'<section id="{anchor}"><{heading}>{html.escape(PAPERS[paper])}</{heading}>\n'
+                            f"<p>No findings recorded for this paper yet: {missing_text}.</p></section>")
             continue
-        table = overview_table(mine) if not prefix else ""
-        sections.append(f'<section id="{paper}{prefix.strip("/")}"><{heading}>{html.escape(PAPERS[paper])}'
+        table = overview_table(mine) if overview else ""
+        sections.append(f'<section id="{anchor}"><{heading}>{html.escape(PAPERS[paper])}'
                         f"</{heading}>\n{verdict_counts(mine, WHOSE.get(paper, 'of the paper'))}{table}<ul>\n"
                         + "\n".join(report_items(reports_dir, mine, prefix)) + "\n</ul></section>")
     missing = [m for m in unrecorded(reports_dir, recorded) if m != "index"]
@@ -160,16 +167,53 @@ def runs_summary(recorded: list[Recorded]) -> str:
             f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
 
 
+def reference_table(reports_dir: Path) -> str:
+    """Per experiment of the reference run: its preset, what it read, when it ran and how long it took, its
+    verdicts; an experiment not measured there yet says so, with its quick-check report."""
+    from storebench.experiments import EXPERIMENTS
+
+    recorded = {r.experiment: r for r in (read_all(reports_dir) if reports_dir.is_dir() else [])}
+    rows = []
+    for name, paper in EXPERIMENTS.items():
+        r = recorded.get(name)
+        label = html.escape(name.replace("_", " "))
+        if r is None:
+            rows.append(f"<tr><td>{label}</td><td>{html.escape(PAPER_SHORT[paper])}</td>"
+                        f"<td colspan='5' style='text-align:left;color:#888'>not measured at the reference preset yet "
+                        f"(quick check: <a href='{name}.html'>{label}</a>)</td></tr>")
+            continue
+        run = r.run
+        parts = len(run.get("parts") or {})
+        minutes = f"{float(run['duration_s']) / 60:.1f} min" if run.get("duration_s") is not None else "?"
+        counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n) or "no claims"
+        rows.append(f"<tr><td><a href='reference/{name}.html'>{label}</a></td><td>{html.escape(PAPER_SHORT[paper])}</td>"
+                    f"<td>{html.escape(str(run.get('scale')))}</td>"
+                    f"<td style='white-space:normal;text-align:left'>{html.escape(str(run.get('data', '?')))}</td>"
+                    f"<td>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
+                    f"<td>{minutes}{f' ({parts} parts)' if parts else ''}</td><td style='white-space:normal;text-align:left'>"
+                    f"{html.escape(counts)}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
+                                               "claims"))
+    return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>"
+
+
+PAPER_SHORT = {"harness": "harness", "dl_storage_benchmarking": "DL workloads (003)", "ml_storage_study":
+               "ML storage (001)", "layoutbench": "LayoutBench (002)", "cassandra_dl": "Cassandra (004)"}
+
+
 def build(reports_dir: Path = REPORTS_DIR) -> Path:
     reports_dir = Path(reports_dir)
-    sections = paper_sections(reports_dir)
+    reference_dir = reports_dir / "reference"
+    reference = paper_sections(reference_dir, "reference/", "h3", every_paper=True, overview=True,
+                               missing_text="not measured at the reference preset yet (see the table above)")
+    sections = paper_sections(reports_dir, heading="h3")
     paper_dir = reports_dir / "paper"
     paper = paper_sections(paper_dir, "paper/", "h3") if paper_dir.is_dir() else []
     measured = runs_summary(read_all(reports_dir))
-    nav = " ".join(f'<a href="#{p}">{html.escape(PAPERS[p].split(",")[0])}</a>' for p in PAPERS
-                   if any(f'id="{p}"' in sec for sec in sections))
+    nav = " ".join(f'<a href="#{p}reference">{html.escape(PAPERS[p].split(",")[0])}</a>' for p in PAPERS)
     body = "\n".join(sections) or "<p>No reports yet: run <code>make reproduce</code>.</p>"
-    paper_html = ("<h2>At the papers' scale</h2>\n" + runs_summary(read_all(paper_dir)) + "\n".join(paper)) if paper else ""
+    paper_html = ("<h2>Earlier runs at the paper preset, outside the reference set</h2>\n"
+                  + runs_summary(read_all(paper_dir)) + "\n".join(paper)) if paper else ""
     index = reports_dir / "index.html"
     index.write_text(f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>storebench reports</title>
@@ -179,10 +223,23 @@ def build(reports_dir: Path = REPORTS_DIR) -> Path:
 first (the paper's claims, each judged from a 95% CI: holds, does not hold, inconclusive or not comparable),
 figures with the papers' published numbers as a labelled reference layer, findings, method, detailed tables and
 provenance.</p>
-{measured}
 <p>Index built from git {html.escape(git_revision())}.</p>
-<nav>{nav}</nav>
+<nav>{nav} <a href="#quick-check">the quick check</a></nav>
+<h2 id="reference">The reference results: each paper at its own sizes</h2>
+<p>The suite's results: every experiment measured at the <code>reference</code> preset of
+<code>params.yaml</code> (the papers' data sizes and grids, as the <code>paper</code> preset states them, changed
+only where this machine cannot hold them, each change stated in <code>params.yaml</code> and in the report), stage by
+stage (<code>python -m storebench.pipeline.reference measure &lt;experiment&gt;</code>; at most ~40 min each),
+and committed.</p>
+{reference_table(reference_dir)}
+{runs_summary(read_all(reference_dir)) if reference_dir.is_dir() else ""}
 {rules_html()}
+{"".join(reference)}
+<h2 id="quick-check">The quick check: every experiment at <code>small</code></h2>
+<p>What <code>make reproduce</code> regenerates in about an hour: the same code and reports on data 10-1000x smaller
+than the papers' (mostly in the page cache) and a lighter repeat policy. It checks that everything runs; it is
+not where the papers' claims are settled.</p>
+{measured}
 {body}
 {paper_html}
 </body></html>

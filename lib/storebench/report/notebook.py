@@ -148,16 +148,10 @@ def _filled(template: str, settings: dict) -> str:
 def measured(run: dict, data: str | None = None) -> str:
     """Scale, data size, repeats, machine and date of a recorded run, in one sentence (``data``: what the
     experiment reads, a template of its settings, instead of its n_samples)."""
-    settings = run.get("settings") or {}
-    if data is not None:
-        data = _filled(data, settings)
-    elif isinstance(settings.get("n_samples"), int):
-        data = f"{settings['n_samples']:,} samples"
-    else:
-        data = "data size not recorded"
-    if isinstance(settings.get("rows"), dict):
-        data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
-    return (f"scale {run.get('scale', machine.NOT_RECORDED)}, {data}, "
+    data = recorded_findings.data_text(run.get("settings") or {}, data)
+    part_count = len(run.get("parts") or {})
+    parts = f", measured in {part_count} parts" if part_count else ""
+    return (f"scale {run.get('scale', machine.NOT_RECORDED)}{parts}, {data}, "
             f"on {machine.summary(run)} (run {run.get('run_id', machine.NOT_RECORDED)}, "
             f"{_duration(run.get('duration_s'))})")
 
