@@ -73,8 +73,9 @@ class Experiment:
 class ResultsDir:
     """Where one measurement writes its result tables (CSV, committed) and raw events (DVC cache)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, root: Path | None = None):
         self.path = Path(path)
+        self.root = Path(root) if root is not None else self.path.parent  # the results root it writes under
         self.path.mkdir(parents=True, exist_ok=True)
 
     @property
@@ -149,6 +150,16 @@ class ResultTables:
     def settings(self) -> dict:
         """The settings the measurement ran with (from its manifest)."""
         return self.manifest.get("settings", {})
+
+
+def recorded_table(results_root: Path, experiment: str, table: str) -> tuple[pd.DataFrame, dict] | None:
+    """Table ``table`` of another experiment's measurement under ``results_root`` (its parts read together)
+    and that measurement's manifest, or None where it has not been measured or did not record the table."""
+    try:
+        tables = ResultTables.read(Path(results_root) / experiment)
+    except FileNotFoundError:
+        return None
+    return (tables[table], tables.manifest) if table in tables else None
 
 
 RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash")

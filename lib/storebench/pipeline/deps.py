@@ -402,9 +402,11 @@ def reference_stages(main_doc: dict, params: dict) -> dict:
 
 
 def _reference_path(dep: str) -> str:
-    """A measurement's input from another measurement (scalability reads the dataloaders' best loaders)
-    comes from the reference results too."""
-    return dep.replace("results/", f"{REFERENCE_RESULTS}/", 1) if dep.startswith("results/") else dep
+    """A measurement's input from another measurement (scalability reads the dataloaders' best loaders) comes
+    from the reference results too: that measurement's whole folder, which holds its parts where it has any."""
+    if not dep.startswith("results/"):
+        return dep
+    return f"{REFERENCE_RESULTS}/{dep.split('/')[1]}"
 
 
 def reference_yaml(main_yaml: Path = DVC_YAML) -> str:

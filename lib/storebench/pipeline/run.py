@@ -55,7 +55,7 @@ def measure(name: str, scale: str | None = None, *, results_root: Path | None = 
     target, raw = results_path(name, results_root, part), raw_path(name, results_root, part)
     staging = target.with_name(f".{target.name}.measuring")
     shutil.rmtree(staging, ignore_errors=True)
-    out = ResultsDir(staging)
+    out = ResultsDir(staging, root=Path(results_root or RESULTS_DIR))
     started, clock = provenance.utc_now(), time.monotonic()
     module.measure(chosen, out, progress=progress)
     manifest = {

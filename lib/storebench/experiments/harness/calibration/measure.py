@@ -30,7 +30,6 @@ with its run id: the loaders are timed in that run, not here).
 """
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 import time
@@ -44,7 +43,7 @@ import pandas as pd
 import psutil
 from pydantic import Field
 
-from storebench.core.experiment import ResultsDir
+from storebench.core.experiment import ResultsDir, recorded_table
 from storebench.core.progress import tqdm
 from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of
 from storebench.data.datasets import imagenet
@@ -100,7 +99,7 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
     rows, tools = run(settings, progress)
     out.write("calibration", pd.DataFrame(rows))
     out.write("tools", pd.DataFrame(tools))
-    loaders = loader_overheads(out.path.parent)
+    loaders = loader_overheads(out.root)
     if loaders is not None:
         out.write("loaders", loaders)
 
@@ -108,12 +107,11 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
 def loader_overheads(results_root: Path) -> pd.DataFrame | None:
     """The dataloaders run's loader-vs-bare-loop table (its rounds timed there, in that run), carried into
     these results with the run it came from, so the report shows every ratio beside the others."""
-    path = Path(results_root) / "dataloaders" / "dataloaders_overhead.csv"
-    if not path.exists():
+    found = recorded_table(results_root, "dataloaders", "dataloaders_overhead")
+    if found is None:
         return None
-    manifest = path.parent / "manifest.json"
-    run_id = json.loads(manifest.read_text()).get("run_id", "") if manifest.exists() else ""
-    return pd.read_csv(path).assign(source=f"dataloaders run {run_id}".strip())
+    table, manifest = found
+    return table.assign(source=f"dataloaders run {manifest.get('run_id', '')}".strip())
 
 
 PAIRS: dict[str, Callable] = {}
