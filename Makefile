@@ -5,7 +5,7 @@ BIN := $(abspath $(VENV))/bin
 export PATH := $(BIN):$(PATH)
 PYTEST_ARGS ?=
 
-.PHONY: help env data reproduce test test-fast lab lock deps clean
+.PHONY: help env data reproduce reference-status test test-fast lab lock deps clean
 help:  ## list the targets
 	@grep -E '^[a-z]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
 
@@ -19,6 +19,9 @@ reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/i
 	-dvc checkout  # outputs dvc.lock records and the local DVC cache holds (a fresh clone): not re-run
 	dvc repro
 	@echo "open reports/index.html"
+
+reference-status: env  ## the reference results: per stage, measured when, how long, inputs changed since
+	python -m storebench.pipeline.reference status
 
 test: data  ## the test suite (CI runs exactly this)
 	python -m pytest -q $(PYTEST_ARGS)
@@ -35,7 +38,7 @@ lock:  ## re-pin env/requirements.lock from env/requirements.in
 	{ echo "# Exact Python dependencies (pip freeze of a venv built from env/requirements.in). Regenerate: make lock"; \
 	  /tmp/storebench-lock/bin/pip freeze; } > env/requirements.lock
 
-deps:  ## re-derive each DVC stage's lib/ dependencies from the imports (dvc.yaml)
+deps:  ## re-derive each DVC stage's lib/ dependencies from the imports (dvc.yaml) and write reference/dvc.yaml
 	python -m storebench.pipeline.deps write
 
 clean:  ## remove store data and server work dirs (not the caches, not reports)
