@@ -186,7 +186,7 @@ def _memory_claim(timeline: pd.DataFrame) -> Claim:
                   f"layout{beside}", value, _share_ci(value, ci), below(CONSTANT), unit="%")
     if claim.verdict != DOES_NOT_HOLD:
         return claim
-    return replace(claim, why=f"Cause: not known; TensorStore's {view.split(' ')[0]} moves by more than "
+    return replace(claim, why=f"Cause (not known): TensorStore's {view.split(' ')[0]} moves by more than "
                               f"{CONSTANT:.0%} of its peak over the epochs (its caches and thread pools grow with the "
                               "reads), which the seed's 20-core run with up to 32 workers may have hidden at its "
                               "scale. Would settle it: the seed's memory numbers (its Figs 19-21 give no values) or "
