@@ -135,9 +135,11 @@ def figure(timeline: pd.DataFrame, n_cores: int):
     plots.system_legend(fig, sorted(set(total.system)))
     plots.question(fig, "How much CPU and memory does each store's best loader use over an epoch? (Figs 16-21)")
     fig.tight_layout()
-    plots.footnote(fig, "Ours: epochs of each store's best loader configuration, each store's client in a fresh "
-                        "process of its own, sampled from outside every tick; RSS and VSZ sum the processes (pages "
-                        f"forked workers share count once per process: an upper bound). Seed: {paper001.MACHINE}.")
+    fresh = "client_process" in timeline and (timeline.client_process == "fresh per store").all()
+    how = ("each store's client in a fresh process of its own, sampled from outside every tick" if fresh else
+           "every store read in turn by one long-lived client process, sampled every tick")
+    plots.footnote(fig, f"Ours: epochs of each store's best loader configuration, {how}; RSS and VSZ sum the processes "
+                        f"(pages forked workers share count once per process: an upper bound). Seed: {paper001.MACHINE}.")
     return fig
 
 
