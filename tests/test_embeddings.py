@@ -20,8 +20,9 @@ TABLES = list(E.EMBEDDING_TABLES)
 # every table with its defaults, plus the non-default settings an experiment can choose
 VARIANTS = [(name, {}) for name in TABLES] + [
     ("tiledb", {"tiledb_layout": "2d", "tile_keys": 16}),
-    ("rocksdb", {"sync_writes": True, "block_cache_bytes": 1 << 20}),
-    ("tensorstore", {"file_io_sync": False, "cache_pool_bytes": 1 << 20, "chunk_keys": 8}),
+    ("rocksdb", {"durability": "fsync", "block_cache_bytes": 1 << 20}),
+    ("tensorstore", {"durability": "none", "cache_pool_bytes": 1 << 20, "chunk_keys": 8}),
+    ("localfs", {"durability": "fsync"}),
 ]
 
 
@@ -67,6 +68,21 @@ def test_run_updates_leaves_the_reference_table(name, dense, tmp_path):
     else:
         assert 0 < timings.keys_written.sum() < 0.5 * timings.keys_read.sum()
     assert not np.array_equal(reference, initial)
+
+
+def test_durability_is_each_tables_setting_and_tiledb_cannot_skip_fsync_alone(tmp_path):
+    """TileDB has no setting to skip its fsyncs: durability 'none' needs a process with fsync off (the experiment
+    starts one); every table records its durability and how it gets it."""
+    assert {name: E.make_table(name, tmp_path / name).durability for name in TABLES} == {
+        "rocksdb": "none", "tiledb": "fsync", "tensorstore": "fsync", "localfs": "none"}  # the systems' defaults
+    table = E.make_table("tiledb", tmp_path / "t", durability="none")
+    with pytest.raises(RuntimeError, match="tiledb has no setting to skip its fsyncs.*LD_PRELOAD=libeatmydata"):
+        table.create(4, 2, np.zeros((4, 2), np.float32))
+    with pytest.raises(ValueError, match="unknown durability 'weekly'; valid: none, fsync"):
+        E.make_table("rocksdb", tmp_path / "r", durability="weekly")
+    rocks, _ = make("rocksdb", tmp_path / "r", n=8, dim=2, durability="fsync")
+    with rocks:
+        assert rocks.settings()["durability"] == "fsync" and "synced per WriteBatch" in rocks.settings()["durable_how"]
 
 
 def test_sparse_selection_is_deterministic_and_takes_about_the_fraction():
@@ -179,29 +195,39 @@ def test_a_tiny_run_records_verified_rows_raw_timings_and_findings(tmp_path):
     out = ResultsDir(tmp_path / "out")
     em.measure(settings, out, progress=False)
     rows = pd.read_csv(out.path / "embeddings.csv")
-    assert len(rows) == 2 * 6 * 4  # repeats x configurations x tables
+    assert len(rows) == 2 * 2 * 6 * 4  # durabilities x repeats x configurations x tables
     assert rows.verified.all() and set(rows.table) == set(TINY["tables"])
+    # each durability ran in its own process: none with fsync off for the whole process (TileDB too), fsync without
+    assert set(rows.durability) == {"none", "fsync"}
+    assert rows[rows.durability == "none"].fsync_in_process.str.startswith("fsync turned off").all()
+    assert (rows[rows.durability == "fsync"].fsync_in_process == "fsync reaches the disk").all()
     assert (rows.total_seconds >= rows.read_seconds + rows.write_seconds).all()
     assert {"host", "git_rev", "params_hash", "system_version", "key_stream", "hottest_1pct_share",
             "table_layout"} <= set(rows.columns)
-    assert set(pd.read_csv(out.path / "embeddings_provenance.csv").table) == set(TINY["tables"])
+    provenance = pd.read_csv(out.path / "embeddings_provenance.csv")
+    assert set(provenance.table) == set(TINY["tables"]) and len(provenance) == 2 * 4
     for name in TINY["tables"]:
         raw = pd.read_parquet(out.raw_dir / f"{name}.parquet")
-        assert raw.groupby(["run_id", "repeat"]).ngroups == 2 * 6
+        assert raw.groupby(["run_id", "repeat"]).ngroups == 2 * 2 * 6
         assert len(raw) == rows[rows.table == name].n_batches.sum()
     assert not any((tmp_path / "stores").iterdir())  # every table removed after its run
 
     summary = analysis.summary(rows)
     assert (summary.repeats == 2).all() and summary.total_ci95.notna().all()
     slopes = analysis.slopes(summary)
-    assert len(slopes) == 4 and slopes.per_doubling.notna().all()
+    assert len(slopes) == 2 * 4 and slopes.per_doubling.notna().all()
+    costs = analysis.costs(rows)  # fixed per batch, per key, per KiB: none below zero
+    assert len(costs) == 2 * 4 and (costs[["per_batch_ms", "per_key_us", "per_kib_us"]] >= 0).all().all()
     found = analysis.analyse(ResultTables({"embeddings": rows}, {}))
-    assert "paper:" in found.headline
-    assert any(m.column == "time at embedding 32 / at 8, zipf (embeddings)" for m in found.metrics)
+    assert "paper:" in found.headline and "Where the time goes" in found.markdown
+    assert any(m.column == "time at embedding 32 / at 8, zipf, durability fsync (embeddings)" for m in found.metrics)
     assert {c.reference for c in found.claims} == {"Sec 5.10, Fig 13", "Sec 5.10, Fig 14", "Sec 5.10, Fig 15"}
-    batch = [c for c in found.claims if c.statement.startswith("zipf: batch size, tiledb")]
-    assert len(batch) == 1 and batch[0].ci_low is not None  # two repeats: an interval
-    assert len(analysis.figure(summary).axes) == 8
+    for scope in ("zipf, no fsync", "zipf, fsync per batch"):
+        batch = [c for c in found.claims if c.statement.startswith(f"{scope}: batch size, tiledb")]
+        assert len(batch) == 1 and batch[0].ci_low is not None  # two repeats: an interval
+    assert all(c.why.startswith("Cause (the paper's setup): ") and "Would settle it: " in c.why
+               for c in found.claims if c.verdict == "does not hold")
+    assert len(analysis.figure(summary).axes) == 4 * 4  # 3 sweeps + future work x 2 durabilities x zipf
 
 
 def test_claims_without_repeats_are_inconclusive_not_judged():
@@ -213,6 +239,8 @@ def test_claims_without_repeats_are_inconclusive_not_judged():
                          for t, e, s in [("rocksdb", 8, 1.0), ("rocksdb", 32, 2.0), ("tiledb", 8, 1.0),
                                          ("tiledb", 32, 1.0)]])
     found = analysis.analyse(ResultTables({"embeddings": rows}, {}))
-    grows = next(c for c in found.claims if c.statement == "zipf: rocksdb's total time grows as the embedding grows.")
+    grows = next(c for c in found.claims
+                 if c.statement == "zipf, each system's default durability: rocksdb's total time grows as the embedding "
+                                   "grows.")
     assert grows.value == pytest.approx(2.0) and grows.verdict == "inconclusive"
     assert any(c.verdict == "not comparable" for c in found.claims)  # no batch sweep, no dataset sweep

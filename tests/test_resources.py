@@ -67,16 +67,19 @@ def test_workers_group_shows_a_child_burning_cpu_and_holding_memory(spawn):
     with ResourceSampler(interval_s=0.1, label="burn") as sampler:
         spawn(BURN_AND_HOLD_100MB).wait()
     samples = sampler.samples
-    assert list(samples.columns) == ["t_s", "group", "n_processes", "cpu_percent", "rss_bytes", "interval_s"]
+    assert list(samples.columns) == ["t_s", "group", "n_processes", "cpu_percent", "rss_bytes", "vms_bytes",
+                                     "interval_s"]
     assert set(samples.group) == {"client", "workers"}  # no server group without extra_pids
     assert (samples.groupby("t_s").size() == 2).all()  # one row per group per tick
     workers, client = group(samples, "workers"), group(samples, "client")
     assert workers.cpu_percent.max() > 50 and workers.rss_bytes.max() > 80 * MB
     assert workers.n_processes.max() == 1
     assert (client.n_processes == 1).all() and (client.rss_bytes > 10 * MB).all()
+    assert (client.vms_bytes >= client.rss_bytes).all()  # VSZ: every mapping, resident or not
     summary = sampler.summary().set_index("group")
     assert list(summary.columns) == ["label", "mean_cpu_percent", "peak_cpu_percent", "peak_rss_bytes",
-                                     "peak_n_processes", "duration_s"]
+                                     "mean_rss_bytes", "peak_vms_bytes", "min_vms_bytes", "peak_n_processes",
+                                     "duration_s"]
     assert summary.loc["workers", "label"] == "burn"
     assert 25 < summary.loc["workers", "mean_cpu_percent"] <= summary.loc["workers", "peak_cpu_percent"]
     assert summary.loc["workers", "peak_rss_bytes"] > 80 * MB
@@ -92,6 +95,12 @@ def test_extra_pids_and_their_descendants_form_the_server_group(spawn):
     assert (servers.n_processes == 2).all()
     assert servers.rss_bytes.min() > 90 * MB  # 60 MB + 40 MB, plus two interpreters
     assert (workers.n_processes == 0).all()  # our child, but a server: counted once, as server
+    # the same process watched from outside as the client (a client in a fresh process): its child is a worker
+    with ResourceSampler(interval_s=0.05, client_pid=server.pid) as outside:
+        time.sleep(0.25)
+    client, workers = group(outside.samples, "client"), group(outside.samples, "workers")
+    assert (client.rss_bytes > 60 * MB).all() and (workers.n_processes == 1).all()
+    assert (workers.rss_bytes > 40 * MB).all() and (workers.vms_bytes > workers.rss_bytes).all()
 
 
 def test_processes_exiting_mid_sampling_are_tolerated(spawn):
@@ -149,7 +158,7 @@ def test_invalid_arguments_are_rejected():
     for interval in (0, -1, float("nan")):
         with pytest.raises(ValueError, match="interval_s must be a finite number > 0"):
             ResourceSampler(interval_s=interval)
-    with pytest.raises(ValueError, match="must not include this process"):
+    with pytest.raises(ValueError, match=f"must not include the client \\({psutil.Process().pid}\\)"):
         ResourceSampler(extra_pids=[psutil.Process().pid])
     missing = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
     with pytest.raises(ValueError, match=f"extra PID {missing} is not a running process"):

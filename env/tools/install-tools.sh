@@ -4,11 +4,13 @@
 # (Debian ceph-common, with the Ceph install), RocksDB's db_bench (Debian rocksdb-tools), and
 # storebench-s3get, a GET loop on minio-go (MinIO's Go SDK) built here from env/tools/s3get
 # (MinIO's own benchmark, warp, is not served by the Go module proxy here).
+# libeatmydata1 (Debian) turns fsync off for one process: the embeddings experiment's durability
+# "none" for TileDB, which has no setting of its own to skip its fsyncs.
 # cassandra-stress is not installed: it ships only in Cassandra's binary tarball, which is not
 # on Maven Central. Second run: a no-op.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-apt_install rocksdb-tools
+apt_install rocksdb-tools libeatmydata1
 
 BIN="$STOREBENCH_CACHE/bin/storebench-s3get"
 SRC="$STOREBENCH_ENV_DIR/tools/s3get"

@@ -13,6 +13,14 @@ each implementation speaks to one system and knows nothing about timing or key c
   read and written by outer indexing with the key array;
 - ``localfs``: one raw float32 file per key (the ext4 baseline), read and rewritten in place.
 
+Durability is a setting of every table (``durability``: ``none`` or ``fsync``; None: the
+system's own default, which differs: RocksDB and localfs do not sync, TileDB and TensorStore
+do). ``fsync``: a batch's write is on disk when ``write`` returns (RocksDB syncs its WAL per
+WriteBatch, TileDB fsyncs the fragment's files, TensorStore each chunk file, localfs
+fdatasyncs each file). ``none``: nothing is forced to disk (RocksDB's and TensorStore's own
+switches, localfs skips its fdatasync); TileDB has no switch, so its ``none`` needs a process
+with fsync turned off (storebench.testbed.durability) and refuses to run in any other.
+
 ``run_updates`` drives a table through a key stream (storebench.data.keystreams) and times the
 three phases per batch; ``reference_updates`` computes the same final table in memory with
 numpy. The update is deterministic float32 arithmetic, so a correct store ends bit-identical
@@ -33,6 +41,7 @@ import pandas as pd
 from storebench.data.keystreams import batches
 from storebench.stores.readers import VerificationError
 from storebench.stores.base import package_version
+from storebench.testbed import durability as durability_
 
 Update = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
 BATCH_COLUMNS = ["step", "draws", "keys_read", "keys_written", "read_ns", "update_ns", "write_ns"]
@@ -49,10 +58,14 @@ class EmbeddingTable(ABC):
     name: ClassVar[str]
     client_package: ClassVar[str]  # the Python distribution whose version is the client version
     options: ClassVar[tuple[str, ...]] = ()  # constructor keywords an experiment may set (recorded)
+    default_durability: ClassVar[str] = "none"  # the system's own default
+    can_skip_fsync: ClassVar[bool] = True  # False: durability "none" needs a process with fsync off
+    durable_how: ClassVar[dict[str, str]] = {}  # durability -> how this table gets it (recorded)
 
-    def __init__(self, root):
+    def __init__(self, root, durability: str | None = None):
         self.root = Path(root)
         self.n_keys = self.dim = 0
+        self.durability = durability_.check(durability or self.default_durability)
 
     # --- the interface ---------------------------------------------------------------------
     def create(self, n_keys: int, dim: int, initial: np.ndarray) -> None:
@@ -62,6 +75,7 @@ class EmbeddingTable(ABC):
         _check_values(self.name, initial, n_keys, dim)
         if self.root.exists() and any(self.root.iterdir()):
             raise FileExistsError(f"{self.name}: {self.root} is not empty; remove it before creating a table")
+        self._check_durability()
         self.root.mkdir(parents=True, exist_ok=True)
         self.n_keys, self.dim = int(n_keys), int(dim)
         self._create(np.ascontiguousarray(initial))
@@ -85,9 +99,21 @@ class EmbeddingTable(ABC):
         return f"{self.name} {package_version(self.client_package)}"
 
     def settings(self) -> dict:
-        """How the table is laid out and cached, for recording beside its results."""
+        """How the table is laid out, cached and made durable, for recording beside its results."""
         options = {option: getattr(self, option) for option in self.options}
-        return {"table_layout": self.layout(), **{k: "default" if v is None else v for k, v in options.items()}}
+        return {"table_layout": self.layout(), **{k: "default" if v is None else v for k, v in options.items()},
+                "durability": self.durability, "durable_how": self.durable_how[self.durability],
+                "fsync_in_process": durability_.mechanism()}
+
+    def _check_durability(self) -> None:
+        off = durability_.fsync_disabled()
+        if self.durability == "fsync" and off:
+            raise RuntimeError(f"{self.name}: durability 'fsync' asked, but this process runs with fsync turned off "
+                               f"({durability_.LIBRARY} preloaded): start it without LD_PRELOAD")
+        if self.durability == "none" and not self.can_skip_fsync and not off:
+            raise RuntimeError(f"{self.name}: durability 'none' asked, but {self.name} has no setting to skip its "
+                               f"fsyncs; run the process with fsync turned off (storebench.testbed.durability."
+                               f"environment('none'): LD_PRELOAD={durability_.LIBRARY})")
 
     @abstractmethod
     def layout(self) -> str:
@@ -137,19 +163,21 @@ def _check_values(name: str, values: np.ndarray, rows: int, dim: int) -> None:
 class RocksDBTable(EmbeddingTable):
     """One RocksDB entry per key: 8-byte big-endian id (byte order = numeric order) -> the
     vector's ``dim`` float32 bytes. Reads are one MultiGet, writes one WriteBatch into the WAL
-    and memtable. ``sync_writes`` fsyncs the WAL at every batch (False: RocksDB's default, no
-    fsync). ``block_cache_bytes`` sizes the LRU block cache (None: RocksDB's default, 32 MiB
-    in the RocksDB rocksdict ships; the seed's text says 50 MB)."""
+    and memtable. Durability ``fsync`` syncs the WAL at every batch (``WriteOptions.sync``);
+    ``none`` (RocksDB's default) does not. ``block_cache_bytes`` sizes the LRU block cache
+    (None: RocksDB's default, 32 MiB in the RocksDB rocksdict ships; the seed's text says 50 MB)."""
 
     name = "rocksdb"
     client_package = "rocksdict"
-    options = ("block_cache_bytes", "sync_writes")
+    options = ("block_cache_bytes",)
+    durable_how = {"fsync": "WAL synced per WriteBatch (WriteOptions.sync = true)",
+                   "none": "WAL written, not synced (WriteOptions.sync = false, RocksDB's default)"}
 
-    def __init__(self, root, block_cache_bytes: int | None = None, sync_writes: bool = False):
-        super().__init__(root)
+    def __init__(self, root, block_cache_bytes: int | None = None, durability: str | None = None):
+        super().__init__(root, durability)
         if block_cache_bytes is not None and block_cache_bytes < 0:
             raise ValueError(f"block_cache_bytes must be >= 0, got {block_cache_bytes}")
-        self.block_cache_bytes, self.sync_writes = block_cache_bytes, sync_writes
+        self.block_cache_bytes = block_cache_bytes
         self.db = None
 
     def layout(self) -> str:
@@ -166,7 +194,7 @@ class RocksDBTable(EmbeddingTable):
             options.set_block_based_table_factory(table)
         self.db = rocksdict.Rdict(str(self.root), options)
         write_options = rocksdict.WriteOptions()
-        write_options.sync = self.sync_writes
+        write_options.sync = self.durability == "fsync"
         self.db.set_write_options(write_options)
         for start in range(0, self.n_keys, 4096):
             rows = initial[start:start + 4096]
@@ -228,7 +256,7 @@ class TileDBTable(EmbeddingTable):
     defined even when two writes fall in the same millisecond. Fragments accumulate (one per
     batch, none consolidated during a run), as in a training job that does not consolidate.
     TileDB's POSIX VFS fsyncs every file of a fragment when it is written (no setting turns
-    this off).
+    this off): durability ``fsync`` is its default, ``none`` needs a process with fsync off.
 
     TileDB 2.30 has no tile cache (``sm.tile_cache_size``, 10 MB in the seed's day, is gone);
     its one cache is the VFS read-ahead cache (``vfs.read_ahead_cache_size``, 10 MiB by
@@ -238,11 +266,14 @@ class TileDBTable(EmbeddingTable):
     name = "tiledb"
     client_package = "tiledb"
     options = ("tile_keys", "read_ahead_cache_bytes", "tiledb_layout")
+    default_durability, can_skip_fsync = "fsync", False
+    durable_how = {"fsync": "every file of each fragment fsynced (TileDB's POSIX VFS; it has no setting)",
+                   "none": "fsync turned off for the client process (libeatmydata; TileDB has no setting)"}
     _LOAD_CELLS = 1 << 22  # numbers per write while loading the initial table (bounds memory)
 
     def __init__(self, root, tile_keys: int = 64, read_ahead_cache_bytes: int | None = None,
-                 tiledb_layout: str = "vector-cell"):
-        super().__init__(root)
+                 tiledb_layout: str = "vector-cell", durability: str | None = None):
+        super().__init__(root, durability)
         if tile_keys < 1:
             raise ValueError(f"tile_keys must be >= 1, got {tile_keys}")
         if read_ahead_cache_bytes is not None and read_ahead_cache_bytes < 0:
@@ -371,20 +402,24 @@ class TensorStoreTable(EmbeddingTable):
     """A zarr (v2, uncompressed) float32 array (n_keys, dim) on TensorStore's ``file`` driver,
     chunks (``chunk_keys``, dim). Reads and writes use outer indexing with the key array
     (``array.oindex[keys]``), one awaited future each; a write rewrites every chunk it touches.
-    ``cache_pool_bytes`` is the context's cache pool (0, TensorStore's default: no caching);
-    ``file_io_sync`` fsyncs each chunk file written (True: TensorStore's default)."""
+    ``cache_pool_bytes`` is the context's cache pool (0, TensorStore's default: no caching).
+    Durability is the context's ``file_io_sync``: ``fsync`` (TensorStore's default) fsyncs each
+    chunk file written, ``none`` does not."""
 
     name = "tensorstore"
     client_package = "tensorstore"
-    options = ("chunk_keys", "cache_pool_bytes", "file_io_sync")
+    options = ("chunk_keys", "cache_pool_bytes")
+    default_durability = "fsync"
+    durable_how = {"fsync": "each chunk file written fsynced (file_io_sync = true, TensorStore's default)",
+                   "none": "chunk files not synced (file_io_sync = false)"}
 
-    def __init__(self, root, chunk_keys: int = 64, cache_pool_bytes: int = 0, file_io_sync: bool = True):
-        super().__init__(root)
+    def __init__(self, root, chunk_keys: int = 64, cache_pool_bytes: int = 0, durability: str | None = None):
+        super().__init__(root, durability)
         if chunk_keys < 1:
             raise ValueError(f"chunk_keys must be >= 1, got {chunk_keys}")
         if cache_pool_bytes < 0:
             raise ValueError(f"cache_pool_bytes must be >= 0, got {cache_pool_bytes}")
-        self.chunk_keys, self.cache_pool_bytes, self.file_io_sync = chunk_keys, cache_pool_bytes, file_io_sync
+        self.chunk_keys, self.cache_pool_bytes = chunk_keys, cache_pool_bytes
         self.array = None
 
     def layout(self) -> str:
@@ -395,7 +430,7 @@ class TensorStoreTable(EmbeddingTable):
 
         spec = {"driver": "zarr", "kvstore": {"driver": "file", "path": str(self.root / "embeddings")},
                 "context": {"cache_pool": {"total_bytes_limit": int(self.cache_pool_bytes)},
-                            "file_io_sync": bool(self.file_io_sync)},
+                            "file_io_sync": self.durability == "fsync"},
                 "metadata": {"shape": [self.n_keys, self.dim], "chunks": [min(self.chunk_keys, self.n_keys), self.dim],
                              "dtype": "<f4", "compressor": None}}
         self.array = ts.open(spec, create=True).result()
@@ -423,10 +458,14 @@ _FANOUT = 1000  # files per directory
 
 class LocalFSTable(EmbeddingTable):
     """One raw float32 file per key (``<key // 1000>/<key>.f32``), read whole and overwritten in
-    place (same size, no truncation): the ext4 baseline, one open/read/close per key."""
+    place (same size, no truncation): the ext4 baseline, one open/read/close per key. Durability
+    ``fsync`` fdatasyncs each file written before closing it (an in-place overwrite of the same
+    size changes no metadata that fdatasync must flush); ``none`` does not."""
 
     name = "localfs"
     client_package = "storebench"
+    durable_how = {"fsync": "each file written fdatasynced before close",
+                   "none": "files overwritten in place, not synced"}
 
     def layout(self) -> str:
         return f"one raw float32 file per key, {_FANOUT} files per directory, rewritten in place"
@@ -455,11 +494,13 @@ class LocalFSTable(EmbeddingTable):
         return np.frombuffer(b"".join(chunks), dtype=np.float32).reshape(len(keys), self.dim)
 
     def _write(self, keys, values):
-        raw, size = values.tobytes(), self.dim * 4
+        raw, size, sync = values.tobytes(), self.dim * 4, self.durability == "fsync"
         for i, key in enumerate(keys.tolist()):
             fd = os.open(self._path(key), os.O_WRONLY)
             try:
                 os.pwrite(fd, raw[i * size:(i + 1) * size], 0)
+                if sync:
+                    os.fdatasync(fd)
             finally:
                 os.close(fd)
 
@@ -476,13 +517,14 @@ EMBEDDING_TABLES: dict[str, type[EmbeddingTable]] = {
     table.name: table for table in (RocksDBTable, TileDBTable, TensorStoreTable, LocalFSTable)}
 
 
-def make_table(name: str, root, **options) -> EmbeddingTable:
-    """The table ``name`` (see ``EMBEDDING_TABLES``) under ``root``; ``options`` it does not take
-    are ignored, so one settings mapping can serve every table."""
+def make_table(name: str, root, durability: str | None = None, **options) -> EmbeddingTable:
+    """The table ``name`` (see ``EMBEDDING_TABLES``) under ``root`` with ``durability`` (None: the
+    system's default); ``options`` it does not take are ignored, so one settings mapping can serve
+    every table."""
     if name not in EMBEDDING_TABLES:
         raise ValueError(f"unknown embedding table {name!r}; valid: {', '.join(EMBEDDING_TABLES)}")
     cls = EMBEDDING_TABLES[name]
-    return cls(root, **{k: v for k, v in options.items() if k in cls.options and v is not None})
+    return cls(root, durability=durability, **{k: v for k, v in options.items() if k in cls.options and v is not None})
 
 
 def remove_table(root) -> None:

@@ -14,4 +14,4 @@ LOCALITIES = ("shuffled", "clustered")
 SWEEPS = {"dataset_size": ("dataset_size", "dataset_sizes"), "table_size": ("table_rows", "table_sizes"),
           "embedding_size": ("embedding_size", "embedding_sizes"), "batch_size": ("batch_size", "batch_sizes"),
           "update": ("update", "updates"), "locality": ("locality", "locality")}
-CONFIG_KEYS = ["table", "stream", "dataset_size", "table_rows", "embedding_size", "batch_size", "update", "locality"]
+CONFIG_KEYS = ["durability", "table", "stream", "dataset_size", "table_rows", "embedding_size", "batch_size", "update", "locality"]

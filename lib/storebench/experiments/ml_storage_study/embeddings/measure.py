@@ -17,16 +17,33 @@ swept at a time with the others at ``fixed``:
 - ``locality``: ``shuffled`` (hot keys scattered over the key space) vs ``clustered`` (hot keys
   adjacent): Sec 6's "locality of updates".
 
+Durability is a dimension of its own (``durability``: ``none`` and/or ``fsync``), the same for
+every table of a variant, so the tables are compared at equal durability, never at each
+system's default (TileDB and TensorStore sync by default, RocksDB and ext4 do not). Each
+variant runs in a fresh process of its own: ``fsync`` as is, ``none`` with fsync turned off for
+the whole process (storebench.testbed.durability: TileDB has no setting to skip its fsyncs), and
+every table's own switch set alike (storebench.stores.embeddings).
+
 Each run creates its table afresh (creation timed apart, never in the totals), runs the stream,
 and checks the final table bit for bit against the same updates computed in memory with numpy.
 Configurations shared by several sweeps (the fixed point) are measured once and carry every
 sweep they belong to in ``sweep``. Repeats are repeat-major and the tables interleave within a
-configuration, so drift on this busy machine hits every table alike. The stream (seeded by
-``seed``) is the same in every repeat: the CI is the machine's noise, not the workload's.
+configuration, so drift on this busy machine hits every table alike (the durability variants run
+one after the other). The stream (seeded by ``seed``) is the same in every repeat: the CI is the
+machine's noise, not the workload's.
+
+    python -m storebench.experiments.ml_storage_study.embeddings.measure SETTINGS.json OUT_DIR
+
+runs one durability variant (the settings' single ``durability``) in this process: what
+``run`` starts per variant.
 """
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -48,6 +65,7 @@ EXPERIMENT = "embeddings"
 from storebench.stores.base import package_version
 from storebench.stores.embeddings import (EMBEDDING_TABLES, TILEDB_LAYOUTS, default_update, make_table,
                                           reference_updates, remove_table, run_updates, verify)
+from storebench.testbed import durability as durability_
 from storebench.testbed.locations import filesystem_type, store_root
 
 LOCATION = "disk-warm"  # each table is written just before it is updated: its pages are in the page cache
@@ -59,6 +77,7 @@ StreamName = Annotated[str, one_of("key stream", lambda: list(keystreams.STREAMS
 SweepName = Annotated[str, one_of("sweep", lambda: list(SWEEPS))]
 TiledbLayout = Annotated[str, one_of("TileDB layout", lambda: list(TILEDB_LAYOUTS))]
 Update = Literal["dense", "sparse"]
+Durability = Literal["none", "fsync"]
 Locality = Literal["shuffled", "clustered"]
 
 
@@ -89,26 +108,28 @@ class Settings(Base):
     zipf_exponent: PositiveFloat = 1.1
     power_law_alpha: Annotated[float, Field(gt=1)] = 2.1
     store_dir: str | None = None  # where the tables live (default: the work dir's stores/, on local disk)
+    # every table at each durability: none (nothing forced to disk) and/or fsync (each batch durable when written)
+    durability: Annotated[list[Durability], Field(min_length=1)] = ["none", "fsync"]
     # table settings (recorded with every row); null = the system's default
     block_cache_bytes: NonNegativeInt | None = None  # rocksdb
-    sync_writes: bool = False  # rocksdb: fsync the WAL per batch
     tile_keys: PositiveInt = 64  # tiledb
     tiledb_layout: TiledbLayout = "vector-cell"
     read_ahead_cache_bytes: NonNegativeInt | None = None  # tiledb (its only cache; no tile cache in 2.30)
     chunk_keys: PositiveInt = 64  # tensorstore
     cache_pool_bytes: NonNegativeInt = 0  # tensorstore
-    file_io_sync: bool = True  # tensorstore: fsync each chunk written
 
 
 
 def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
     """Who measured what with which versions and settings (``options``: the tables' settings columns): one row
     per table, plus the machine (measure records it as the ``embeddings_provenance`` table)."""
-    settings = [c for c in ["table_layout", *options] if c in rows.columns]
+    settings = [c for c in ["table_layout", *options, "durable_how", "fsync_in_process"] if c in rows.columns]
+    keys = ["table", "durability"] if "durability" in rows.columns else ["table"]
     out = []
-    for name, group in rows.groupby("table", sort=False):
+    for key, group in rows.groupby(keys, sort=False):
         first = group.iloc[0]
-        row = {"table": name, "system_version": first.system_version, "client_version": first.client_version}
+        row = {**dict(zip(keys, key if isinstance(key, tuple) else (key,))), "system_version": first.system_version,
+               "client_version": first.client_version}
         row.update({c: first[c] for c in settings if pd.notna(first[c])})
         out.append(row)
     table_ = pd.DataFrame(out)
@@ -119,9 +140,9 @@ def provenance(rows: pd.DataFrame, options: list[str]) -> pd.DataFrame:
     return table_
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
-    """Every configuration x stream x table, under the repeat policy, verified: the ``embeddings`` table (one row
-    per run), ``embeddings_provenance`` (versions and settings per table) and the per-batch timings
-    (raw/<table>.parquet)."""
+    """Every durability x configuration x stream x table, under the repeat policy, verified: the ``embeddings``
+    table (one row per run), ``embeddings_provenance`` (versions and settings per table and durability) and the
+    per-batch timings (raw/<table>.parquet)."""
     result = run(settings, progress=progress)
     out.write("embeddings", result.rows)
     out.write("embeddings_provenance", provenance(result.rows, TABLE_OPTIONS))
@@ -187,9 +208,44 @@ class EmbeddingRun:
 
 
 def run(config: Settings, progress: bool = True) -> EmbeddingRun:
-    """Every configuration of ``plan`` x stream x table, under the repeat policy, verified. A cell's
+    """Every durability variant of ``config``, each in a fresh process of its own (``run_variant`` there)."""
+    runs = [run_in_process(config, durability, progress) for durability in config.durability]
+    return EmbeddingRun(pd.concat([r.rows for r in runs], ignore_index=True),
+                        pd.concat([r.batches for r in runs], ignore_index=True))
+
+
+def run_in_process(config: Settings, durability: str, progress: bool = True) -> EmbeddingRun:
+    """One durability variant in a new Python process (``none``: with fsync turned off in it); its tables back."""
+    env = durability_.environment(durability)  # FileNotFoundError naming the package, before any work
+    with tempfile.TemporaryDirectory(prefix="sb-embeddings-") as folder:
+        spec, log = Path(folder) / "settings.json", Path(folder) / "stderr.log"
+        spec.write_text(json.dumps({**config.model_dump(mode="json"), "durability": [durability]}))
+        if progress:
+            print(f"{EXPERIMENT}: durability {durability} in a process of its own", file=sys.stderr, flush=True)
+        with open(log, "w") as err:
+            done = subprocess.run([sys.executable, "-m", __name__, str(spec), folder], env=env, stdout=err,
+                                  stderr=err, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            tail = log.read_text()[-3000:]
+            raise RuntimeError(f"{EXPERIMENT}: the durability {durability!r} process failed (exit "
+                               f"{done.returncode}):\n{tail}")
+        return EmbeddingRun(pd.read_parquet(Path(folder) / "rows.parquet"),
+                            pd.read_parquet(Path(folder) / "batches.parquet"))
+
+
+def process_durability() -> str:
+    """The durability this process gives: ``none`` when fsync is turned off in it, else ``fsync``."""
+    return "none" if durability_.fsync_disabled() else "fsync"
+
+
+def run_variant(config: Settings, progress: bool = True) -> EmbeddingRun:
+    """Every configuration of ``plan`` x stream x table at this process's durability (``config.durability``
+    must name it alone), under the repeat policy, verified. A cell's
     repeat runs the whole stream ``passes`` times (each on a fresh table) when one run (creating the
     table included) is shorter than the policy's work per repeat; its row holds the mean run."""
+    if list(config.durability) != [process_durability()]:
+        raise RuntimeError(f"{EXPERIMENT}: this process gives durability {process_durability()!r}, the settings ask "
+                           f"for {config.durability}: run them with run() (a process per durability)")
     policy = config.policy
     tables, streams = config["tables"], config["streams"]
     points = plan(config)
@@ -244,10 +300,11 @@ def table_root(table: str, config: dict) -> Path:
 
 
 def measure_one(name: str, work: Workload, config: dict, repeat: int, sweeps: list[str]) -> tuple[dict, pd.DataFrame]:
-    """One run: create the table, push the stream through it, verify; its row and per-batch times."""
-    root, point = table_root(name, config), work.point
+    """One run at this process's durability: create the table, push the stream through it, verify; its row and
+    per-batch times."""
+    root, point, durability = table_root(name, config), work.point, process_durability()
     remove_table(root)
-    table = make_table(name, root, **{k: config[k] for k in TABLE_OPTIONS if k in config})
+    table = make_table(name, root, durability, **{k: config[k] for k in TABLE_OPTIONS if k in config})
     try:
         start = time.perf_counter()
         table.create(point.table_rows, point.embedding_size, work.initial)
@@ -255,7 +312,7 @@ def measure_one(name: str, work: Workload, config: dict, repeat: int, sweeps: li
         per_batch = run_updates(table, work.stream.keys, point.batch_size, default_update, point.update == "dense",
                                 work.sparse_fraction)
         seconds = time.perf_counter() - created
-        run_id = _run_id(name, work)
+        run_id = _run_id(name, work, durability)
         verify(table, work.reference, f"{run_id}, repeat {repeat}")
         stored = dict(disk_bytes=table.disk_usage(), table_files=len(table.files()), store_fs=filesystem_type(root),
                       system_version=table.system_version(),
@@ -265,20 +322,21 @@ def measure_one(name: str, work: Workload, config: dict, repeat: int, sweeps: li
         table.close()
         remove_table(root)
     row = _row(name, work, config, repeat, sweeps, per_batch, seconds, created - start, run_id, stored)
-    return row, per_batch.assign(run_id=run_id, repeat=repeat, table=name, stream=work.stream.name)
+    return row, per_batch.assign(run_id=run_id, repeat=repeat, table=name, stream=work.stream.name,
+                                 durability=durability)
 
 
-def _run_id(name: str, work: Workload) -> str:
+def _run_id(name: str, work: Workload, durability: str) -> str:
     p = work.point
     return (f"{name}_{work.stream.name}_n{p.dataset_size}_k{p.table_rows}_e{p.embedding_size}_b{p.batch_size}_"
-            f"{p.update}_{p.locality}")
+            f"{p.update}_{p.locality}_{durability}")
 
 
 def _row(name, work: Workload, config, repeat, sweeps, per_batch: pd.DataFrame, seconds: float,
          create_seconds: float, run_id: str, stored: dict) -> dict:
     point, dim = work.point, work.point.embedding_size
     workload_fields = dict(experiment=EXPERIMENT, table=name, stream=work.stream.name, **asdict(point),
-                           sparse_fraction=work.sparse_fraction, seed=config["seed"],
+                           durability=stored["durability"], sparse_fraction=work.sparse_fraction, seed=config["seed"],
                            **stream_params(work.stream.name, config))
     keys_read, keys_written = int(per_batch.keys_read.sum()), int(per_batch.keys_written.sum())
     return {
@@ -299,3 +357,17 @@ def _write_raw(raw: pd.DataFrame, folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for name, part in raw.groupby("table", sort=False):
         part.to_parquet(folder / f"{name}.parquet", index=False)
+
+
+def main(argv=None) -> None:
+    """One durability variant in this process: SETTINGS.json (a Settings dump naming one durability) -> OUT_DIR
+    (rows.parquet, batches.parquet)."""
+    spec, folder = (argv or sys.argv[1:])[:2]
+    config = Settings.model_validate(json.loads(Path(spec).read_text()))
+    result = run_variant(config, progress=False)
+    result.rows.to_parquet(Path(folder) / "rows.parquet", index=False)
+    result.batches.to_parquet(Path(folder) / "batches.parquet", index=False)
+
+
+if __name__ == "__main__":
+    main()
