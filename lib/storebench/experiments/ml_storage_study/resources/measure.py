@@ -77,7 +77,7 @@ class Settings(Base):
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
-    result = run(settings, results_root=out.path.parent, progress=progress)
+    result = run(settings, results_root=out.root, progress=progress)
     out.write("resources", result.rows)
     out.write("resources_timeline", pd.concat(result.samples, ignore_index=True) if result.samples else pd.DataFrame())
     record_skipped(result, out)
