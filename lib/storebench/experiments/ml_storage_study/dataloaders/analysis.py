@@ -621,9 +621,16 @@ def data_lines(data: pd.DataFrame) -> list[str]:
     for r in data.itertuples():
         made = (f"{r.dataset}: the first {int(r.rows_per_copy):,} rows, concatenated {int(r.copies)} times"
                 if r.copies > 1 else f"{r.dataset}: the first {int(r.n_rows):,} rows")
-        size = f"{r.dataset_bytes / 1e6:,.1f} MB" if pd.notna(r.dataset_bytes) else "not recorded"
+        size = size_text(r.dataset_bytes)
         lines.append(f"| {r.workload} | {made} | {int(r.n_rows):,} | {size} | {paper001.DATA.get(r.workload, '-')} |")
     return lines + ["", DATA_NOTE]
+
+
+def size_text(nbytes) -> str:
+    """Bytes in MB (kB below one MB)."""
+    if nbytes is None or pd.isna(nbytes):
+        return "not recorded"
+    return f"{nbytes / 1e6:,.1f} MB" if nbytes >= 1e6 else f"{nbytes / 1e3:,.1f} kB"
 
 
 DATA_NOTE = ("Text: the offline Sentiment140 sample has 100,000 tweets (the full 1.6 M-tweet archive is not at hand); "
@@ -668,8 +675,8 @@ def analyse(tables: ResultTables) -> Findings:
     table = summary(rows)
     data = tables.get("dataloaders_data")
     locations = rows.groupby("system").location.first().to_dict() if "location" in rows else {}
-    return findings(table, writes, overheads, claims(table, writes, _machine_cores(rows)),
-                    data if data is not None and len(data) else None, locations)
+    data = data.drop_duplicates("workload") if data is not None and len(data) else None  # parts repeat it
+    return findings(table, writes, overheads, claims(table, writes, _machine_cores(rows)), data, locations)
 
 
 def _machine_cores(rows: pd.DataFrame) -> int:

@@ -3,8 +3,11 @@ concatenating each dataset with itself (``Samples.scaled``), written into each s
 read whole by that store's best loader configuration, with the stores' caches as a parameter.
 
 Loader configurations come from the dataloaders measurement's best configurations
-(``<results root>/dataloaders/dataloaders_best.csv``: the results root this measurement writes under),
-else from the seed's Table 1 with W capped to ``max_workers``; the rows say which (``config_source``).
+(``<results root>/dataloaders/``'s ``dataloaders_best`` table, its parts read together: the results root this
+measurement writes under), else from the seed's Table 1 with W capped to ``max_workers``; the rows say which
+(``config_source``). The x1 input may be whole copies of a dataset (``base_rows`` beyond its rows: the text
+sample to the seed's 228 MB); every row records its input's rows and bytes. Writes and epochs follow the
+time-capped repeat policy (``long_cell_s``); stores in ``memory_systems`` sit on tmpfs.
 Caches: RocksDB's block cache (``block_cache_mib``; the seed's text says 50 MB for its version) and
 TileDB's VFS read-ahead cache (``tiledb_read_ahead_mib``; TileDB 2.30 has no tile cache any more, this
 is its one cache and 10 MiB is its default, the seed's "10 MB"). The seed did not vary them; we do.
@@ -86,6 +89,8 @@ def loader_configs(config, results_root=None) -> tuple[dict, str]:
     configs, source = {}, "seed 001 Table 1 (W capped)"
     if found is not None and len(found[0]):
         best, manifest = found
+        if "mean" in best:  # parts that measured one store apart (e.g. by R): its fastest over them
+            best = best.sort_values("mean", kind="stable").drop_duplicates(["workload", "system"])
         configs = {(r["workload"], r["system"]): point_of(r) for r in best.to_dict("records")}
         source = f"dataloaders/dataloaders_best.csv of run {manifest.get('run_id', '')} (the dataloaders measurement)"
     cap = config.get("max_workers", 2)
@@ -153,7 +158,8 @@ def _measure(config, workload, factor, samples, system, point: Point, cache: dic
 
         def row(repeat: int, epoch, startup: float) -> dict:
             return {**workload_fields, "repeat": repeat, **size, "n_rows": len(samples), "dataset": samples.name,
-                    "write_seconds": writes[repeat % len(writes)], "read_seconds": epoch.seconds,
+                    "write_seconds": writes[repeat % len(writes)], "write_repeats_seconds": _joined(writes),
+                    "read_seconds": epoch.seconds,
                     "startup_seconds": startup, "rows_per_second": epoch.rows / epoch.seconds,
                     "cpu_seconds": epoch.cpu_seconds, "config_source": source,
                     "block_cache_bytes": cache.get("block_cache_bytes"),
@@ -180,6 +186,12 @@ def _timed_writes(config, write) -> list[float]:
         write()
         return time.perf_counter() - start, None
     return capped_cell(config, once)[0].values
+
+
+def _joined(seconds: list[float]) -> str:
+    """Every timed write of the cell, ';'-separated (one CSV cell): the analysis takes the write's CI over them,
+    not over the read rows (a cell may have more or fewer writes than reads)."""
+    return ";".join(f"{s:.6g}" for s in seconds)
 
 
 def _cache_text(system: str, cache: dict) -> str:
