@@ -231,6 +231,14 @@ def test_workers_at_limits_worker_points_to_its_batch_sizes_and_rows_per_key():
     assert {(p.prefetch, p.batch_size) for p in iterable if p.workers} == {(1024, 1024)}
 
 
+def test_the_time_cap_gives_a_long_cell_three_repeats():
+    config = _config(long_cell_s=30.0, repeats=5, max_repeats=5)
+    long, policy = dl.capped_cell(config, lambda repeat: (40.0, {"repeat": repeat}))
+    assert long.repeats == 3 and policy.max_repeats == 3 and len(long.annotated_rows(policy)) == 3
+    short, policy = dl.capped_cell(config, lambda repeat: (1.0 + repeat / 1000, None))
+    assert short.repeats == 5 and policy == config.policy
+
+
 def test_the_analysis_knows_the_array_layouts():
     assert set(dl_analysis.TABLE_SYSTEMS) == set(TABLES)  # the pure analysis keeps its own list of them
 

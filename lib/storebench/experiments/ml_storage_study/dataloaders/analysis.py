@@ -383,7 +383,8 @@ def _seed_claim(key: str, claim: Claim) -> Claim:
 
 def claims(summary: pd.DataFrame, writes: pd.DataFrame, cores: int = 2) -> tuple:
     """The seed's statements (Secs 5.1-5.8, Table 1) judged on ratios of our mean times, with their CIs, among the
-    seed's three stores in their own layouts (``SEED_OWN``); a "does not hold" says its cause and what would settle it."""
+    seed's three stores in their own layouts (``SEED_OWN``); a "does not hold" says its cause and what would
+    settle it."""
     ws = write_summary(writes) if len(writes) else pd.DataFrame(columns=["workload", "system", "rows_per_key", "mean",
                                                                           "ci95"])
     workloads = list(dict.fromkeys(list(summary.workload) + list(ws.workload)))
@@ -467,7 +468,8 @@ def _store_claims(summary: pd.DataFrame, workloads: list) -> list:
     if len(text):
         made.append(_seed_claim("fastest_store", _versus(
             "Sec 5.2", paper001.FINDINGS["text_map_rocksdb_best"].split(": ", 1)[1], "text",
-            "best map-style / best other seed store epoch time", text[(text.system == "rocksdb") & (text.loader == "map")],
+            "best map-style / best other seed store epoch time",
+            text[(text.system == "rocksdb") & (text.loader == "map")],
             text[text.system != "rocksdb"], below(1.0), "RocksDB map-style or another seed store not measured")))
     image = seeds[(seeds.workload == "image") & (seeds.loader == "iterable")]
     if len(image):
@@ -497,7 +499,8 @@ def _prefetch_claims(summary: pd.DataFrame) -> list:
             continue
         made.append(_seed_claim("prefetch_256", _versus(
             "Sec 5.3, Fig 4", statement, "text",
-            f"best PF={PREFETCH_BEST} / best other PF epoch time ({', '.join(str(int(p)) for p in sorted(g.prefetch.unique()))})",
+            f"best PF={PREFETCH_BEST} / best other PF epoch time "
+            f"({', '.join(str(int(p)) for p in sorted(g.prefetch.unique()))})",
             g[g.prefetch == PREFETCH_BEST], g[g.prefetch != PREFETCH_BEST], below(1.0),
             f"PF={PREFETCH_BEST} not measured")))
     return made
@@ -521,7 +524,8 @@ def _speedup(statement: str, workload: str, best: pd.DataFrame, beats: bool):
     base, stores = best[best.system == BASELINE], best[best.system.isin(own)]
     ref = "Sec 5.8, Fig 11"
     if base.empty or stores.empty:
-        return not_comparable(ref, statement, f"speed-up over ext4, {workload}", "ext4 or RocksDB/TensorStore not measured")
+        return not_comparable(ref, statement, f"speed-up over ext4, {workload}",
+                              "ext4 or RocksDB/TensorStore not measured")
     e, s = base.iloc[0], _fastest(stores)
     m = ratio_rows("", "", e, s)
     return judge_metric(ref, statement, f"{s.system} speed-up over ext4 (best vs best), {workload}", m,

@@ -85,7 +85,7 @@ Grid = Annotated[dict, AfterValidator(_grid)]
 
 class Settings(Base):
     workloads: list[Workload] = Field(min_length=1)
-    rows: dict[Workload, PositiveInt]  # first rows of each workload; beyond its dataset, whole copies of it (workload_samples)
+    rows: dict[Workload, PositiveInt]  # first rows of each workload (beyond its dataset: whole copies of it)
     systems: list[LoaderSystem] = Field(min_length=1)
     full_grid_systems: list[LoaderSystem] = list(SEED_SYSTEMS)  # the full grid; every other system: server_grid
     loaders: list[Literal["map", "iterable"]] = Field(min_length=1)
@@ -133,22 +133,17 @@ def capped_policy(config) -> "RepeatPolicy | Callable[[float], RepeatPolicy]":
     return lambda first_s: long if first_s > cap else policy
 
 
-def capped_cell(config, measure: Callable[[int], tuple[float, dict]]) -> tuple[Cell, RepeatPolicy]:
+def capped_cell(config, measure: Callable[[int], tuple[float, dict | None]]) -> tuple[Cell, RepeatPolicy]:
     """``measure(repeat)`` -> (seconds, row) repeated under ``capped_policy`` (the first repeat decides it);
     a write is never looped (it replaces the data), so a repeat is one pass."""
     choose, cell = capped_policy(config), Cell()
-    start = time.perf_counter()
-    cell.add(*_timed(measure, 0, start))
-    policy = choose if isinstance(choose, RepeatPolicy) else choose(cell.values[0])
-    while not policy.done(cell):
+    policy = choose if isinstance(choose, RepeatPolicy) else None
+    while policy is None or not policy.done(cell):
         start = time.perf_counter()
-        cell.add(*_timed(measure, cell.repeats, start))
+        value, row = measure(cell.repeats)
+        cell.add(value, time.perf_counter() - start, row)
+        policy = policy or choose(value)
     return cell, policy
-
-
-def _timed(measure, repeat: int, start: float) -> tuple[float, float, dict]:
-    value, row = measure(repeat)
-    return value, time.perf_counter() - start, row
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
@@ -172,9 +167,9 @@ def grid(config: Settings, system: str, table: bool) -> list[Point]:
     ``full_grid_systems``), ``server_grid`` over it for the others; tables have no R. With
     ``iterable_rows_per_key``, a bytes store's iterable loader runs at those R only (the seed's: R = 1,
     prefetching instead of packing); with ``prefetch_batch_sizes``, a prefetch size listed there only at its
-    batch sizes (a small prefetch issues a request per few rows: its epochs are the long ones). With ``workers_at``, W > 0 is measured only at those batch sizes,
-    rows per key (map-style, or an iterable swept over R) and prefetch sizes (worker start-up makes
-    those epochs the long ones)."""
+    batch sizes (a small prefetch issues a request per few rows: its epochs are the long ones). With
+    ``workers_at``, W > 0 is measured only at those batch sizes, rows per key (map-style, or an iterable
+    swept over R) and prefetch sizes (worker start-up makes those epochs the long ones)."""
     g = {key: config[key] for key in ("loaders", "batch_sizes", "rows_per_key", "prefetch", "workers")}
     if system not in config.full_grid_systems:
         g.update(config.server_grid)
@@ -261,7 +256,8 @@ class SourceRun:
     def write_row(self, repeat: int, seconds: float, rows_per_key: int, writers: int, how: str, usage: int | None):
         return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
                 "system": self.system, "location": self.location, "rows_per_key": rows_per_key, "writers": writers,
-                "write_method": how, "repeat": repeat, **self.size, "seconds": seconds, "rows_per_second": len(self.samples) / seconds,
+                "write_method": how, "repeat": repeat, **self.size, "seconds": seconds,
+                "rows_per_second": len(self.samples) / seconds,
                 "disk_usage_bytes": usage, **self.versions, **self._provenance(rows_per_key=rows_per_key)}
 
     def epoch_row(self, point: Point, repeat: int, epoch, layout: str) -> dict:
@@ -269,7 +265,8 @@ class SourceRun:
                 "system": self.system, "location": self.location, "layout": layout, **asdict(point),
                 "start_method": (start_method(self.system) or "fork") if point.workers else "none",
                 "order": self.config.get("order", "sequential"), "repeat": repeat, **self.size,
-                "n_rows": epoch.rows, "batches": epoch.batches, "seconds": epoch.seconds, "rows_per_second": epoch.rows / epoch.seconds,
+                "n_rows": epoch.rows, "batches": epoch.batches, "seconds": epoch.seconds,
+                "rows_per_second": epoch.rows / epoch.seconds,
                 "cpu_seconds": epoch.cpu_seconds, "verified": True, **self.versions,
                 **self._provenance(**asdict(point))}
 
@@ -430,7 +427,8 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
     if cls.capabilities.array_native:
         raise TableNotSupported(f"{system} stores image tensors only; seed 001's array layouts are "
                                 f"{', '.join(TABLES)}")
-    location = "memory" if cls.capabilities.in_memory_only or system in config.get("memory_systems", []) else LOCATION
+    on_tmpfs = system in config.get("memory_systems", [])
+    location = "memory" if cls.capabilities.in_memory_only or on_tmpfs else LOCATION
     if cls.capabilities.in_memory_only:
         result.notes.append(f"{system} keeps its data in memory only: measured at memory")
     elif location != LOCATION:
@@ -453,7 +451,8 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
                     seconds = time.perf_counter() - start
                     return seconds, source_run.write_row(repeat, seconds, r, writers, how, _usage(store))
 
-                result.writes += _annotated(*capped_cell(config, write_once))
+                cell, policy = capped_cell(config, write_once)
+                result.writes += cell.annotated_rows(policy)
                 source = rowloaders.StoreRows(StoreOpener.of(store), layout, row_format(samples))
                 mine = [p for p in points if p.rows_per_key == r]
                 source_run.measure(source, mine, f"{r} rows/key")
@@ -485,7 +484,8 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
             seconds = time.perf_counter() - start
             return seconds, source_run.write_row(repeat, seconds, 1, 1, how, table.disk_usage().bytes)
 
-        result.writes += _annotated(*capped_cell(config, write_once))
+        cell, policy = capped_cell(config, write_once)
+        result.writes += cell.annotated_rows(policy)
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
         points = grid(config, system, table=True)
@@ -496,10 +496,6 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
         source.close()
     finally:
         table.clear()
-
-
-def _annotated(cell: Cell, policy: RepeatPolicy) -> list[dict]:
-    return cell.annotated_rows(policy)
 
 
 def _usage(store) -> int | None:

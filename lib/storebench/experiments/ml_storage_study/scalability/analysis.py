@@ -132,11 +132,12 @@ def data_lines(summary: pd.DataFrame) -> list[str]:
     for r in sizes.itertuples():
         seed_mb = PAPER.get(f"{r.workload}_base_mb")
         seed = f"{seed_mb * r.factor:,.0f} MB" if seed_mb else "-"
-        lines.append(f"| {r.workload} | x{int(r.factor)}: {r.dataset} | {int(r.n_rows):,} | {size_text(r.dataset_mb * 1e6)} | "
-                     f"{seed} |")
-    return lines + ["", "An input at factor x is the x1 input concatenated x times (the seed's way). The x1 text input "
-                    "is the Sentiment140 sample (100,000 tweets) concatenated to about the seed's 228 MB at the paper's "
-                    "size; graph rows are three int32 ids (the seed's 21 MB is the text file of the same triples)."]
+        lines.append(f"| {r.workload} | x{int(r.factor)}: {r.dataset} | {int(r.n_rows):,} | "
+                     f"{size_text(r.dataset_mb * 1e6)} | {seed} |")
+    return lines + ["", "An input at factor x is the x1 input concatenated x times (the seed's way). The x1 text "
+                    "input is the Sentiment140 sample (100,000 tweets) concatenated to about the seed's 228 MB at the "
+                    "paper's size; graph rows are three int32 ids (the seed's 21 MB is the text file of the same "
+                    "triples)."]
 
 
 def _cache_effect(summary: pd.DataFrame) -> list[str]:
