@@ -90,7 +90,10 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert "Table 1, ours beside the seed" in page and "CIFAR-100" in page and "Loader cost" in page
     recorded = json.loads((tmp_path / "dataloaders.findings.json").read_text())
     workers = [c for c in recorded["claims"] if "workers" in c["metric"]]
-    assert workers and all(c["verdict"] == "not comparable" and "2 cores" in c["why"] for c in workers)
+    assert any(c["verdict"] == "not comparable" and "2 cores" in c["why"] for c in workers)  # the knee's place
+    assert any(c["verdict"] != "not comparable" for c in workers)  # the trend up to this machine's cores: judged
+    data = tables["dataloaders_data"]  # what was measured: rows and bytes per workload
+    assert dict(zip(data.workload, data.n_rows)) == config["rows"] and (data.dataset_bytes > 0).all()
 
 
 @pytest.mark.slow

@@ -191,17 +191,32 @@ def _fixed_fingerprints(column: np.ndarray) -> np.ndarray:
     return fp
 
 
+_CHUNK_BYTES = 1 << 24  # ragged rows are fingerprinted this many bytes at a time (24 bytes of work arrays per byte)
+
+
 def _ragged_fingerprints(column: RaggedBytes) -> np.ndarray:
+    """Rows in chunks of about ``_CHUNK_BYTES`` (a row's fingerprint depends on its own bytes only), so 2.7 M
+    tweets need ~0.4 GB of work arrays, not 5 GB."""
     lengths = column.lengths()
     if len(lengths) and lengths.max() > len(_WEIGHTS):
         raise ValueError(f"a row of {lengths.max()} bytes is longer than the fingerprint's {len(_WEIGHTS)}")
-    position = np.arange(len(column.data), dtype=np.int64) - np.repeat(column.offsets[:-1] - column.offsets[0],
-                                                                       lengths)
-    products = column.data.astype(np.uint64) * _WEIGHTS[position]
+    offsets, out, start = column.offsets, np.empty(len(lengths), dtype=np.uint64), 0
+    while start < len(lengths):
+        stop = int(np.searchsorted(offsets, offsets[start] + _CHUNK_BYTES, side="right")) - 1
+        stop = min(max(stop, start + 1), len(lengths))
+        out[start:stop] = _ragged_chunk(column.data[offsets[start] - offsets[0]:offsets[stop] - offsets[0]],
+                                        offsets[start:stop + 1] - offsets[start], lengths[start:stop])
+        start = stop
+    return out
+
+
+def _ragged_chunk(data: np.ndarray, offsets: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Fingerprints of the rows of ``data`` (offsets from 0)."""
+    position = np.arange(len(data), dtype=np.int64) - np.repeat(offsets[:-1], lengths)
+    products = data.astype(np.uint64) * _WEIGHTS[position]
     prefix = np.zeros(len(products) + 1, dtype=np.uint64)
     np.cumsum(products, out=prefix[1:])
-    base = column.offsets - column.offsets[0]
-    return (prefix[base[1:]] - prefix[base[:-1]]) + lengths.astype(np.uint64)
+    return (prefix[offsets[1:]] - prefix[offsets[:-1]]) + lengths.astype(np.uint64)
 
 
 # ------------------------------------------------------------------------------- loading

@@ -30,7 +30,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from storebench.core.repeats import Cell, repeat_cell
+from storebench.core.repeats import Cell, RepeatPolicy, repeat_cell
 from storebench.stores.readers import VerificationError
 from storebench.data.rowformats import KeyLayout, RowFormat
 from storebench.data.samples import concat_columns, n_rows, row_fingerprints, slice_columns, take_columns
@@ -345,21 +345,26 @@ def _workers_cpu(iterator) -> float:
 
 
 def measure_epochs(dataset, workers: int, start_method: str | None, batches, policy,
-                   make_row: Callable[[int, Epoch, float], dict]) -> Cell:
+                   make_row: Callable[[int, Epoch, float], dict]) -> tuple[Cell, RepeatPolicy]:
     """One loader whose workers persist across its epochs, measured under ``policy``: a first epoch
-    (workers start), a steady one (sets the epochs per repeat), then repeats of back-to-back epochs.
+    (workers start), a steady one (sets the epochs per repeat; without workers the first epoch is
+    the steady one), then repeats of back-to-back epochs. ``policy`` is a RepeatPolicy or a function
+    of the steady epoch's seconds giving one (a time-capped policy: fewer repeats for long epochs).
     ``make_row(repeat, mean epoch, startup_seconds)`` makes each repeat's row; the start-up (first
-    epoch minus the steady one) is reported apart, never inside a repeat."""
+    epoch minus the steady one) is reported apart, never inside a repeat. Returns the cell and the
+    policy it was measured under."""
     loader = row_loader(dataset, workers, start_method, batches, persistent=True)
     try:
-        first, steady = run_epoch(loader), run_epoch(loader)
+        first = run_epoch(loader)
+        steady = run_epoch(loader) if workers else first
         startup = max(first.seconds - steady.seconds, 0.0) if workers else 0.0
+        policy = policy if isinstance(policy, RepeatPolicy) else policy(steady.seconds)
         passes = policy.passes_for(steady.seconds)
 
         def one_repeat(repeat: int):
             epoch = Epoch.mean([run_epoch(loader) for _ in range(passes)])
             return epoch.seconds, make_row(repeat, epoch, startup)
-        return repeat_cell(policy, one_repeat, passes)
+        return repeat_cell(policy, one_repeat, passes), policy
     finally:
         close_loader(loader)
 

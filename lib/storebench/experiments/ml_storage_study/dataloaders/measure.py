@@ -26,15 +26,15 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Callable, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import AfterValidator, Field, model_validator
 
 from storebench.core.experiment import ResultsDir
-from storebench.core.repeats import Cell, repeat_cell
-from storebench.core.settings import NonNegativeInt, PositiveInt, Settings as Base, one_of, params_hash
+from storebench.core.repeats import Cell, RepeatPolicy
+from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of, params_hash
 from storebench.data import samples as sample_data
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.heap import heap_setting
@@ -58,7 +58,7 @@ PARALLEL_WRITERS = {"tiledb": "threads, one fragment each", "tensorstore": "thre
 LOADER_SYSTEMS = sorted(set(STORES) | set(TABLES))
 
 
-GRID_KEYS = {"batch_sizes", "rows_per_key", "prefetch", "workers", "loaders"}
+GRID_KEYS = {"batch_sizes", "rows_per_key", "prefetch", "workers", "loaders", "iterable_rows_per_key"}
 Workload = Literal["text", "image", "graph"]
 
 
@@ -85,7 +85,7 @@ Grid = Annotated[dict, AfterValidator(_grid)]
 
 class Settings(Base):
     workloads: list[Workload] = Field(min_length=1)
-    rows: dict[Workload, PositiveInt]  # first rows of each workload
+    rows: dict[Workload, PositiveInt]  # first rows of each workload (beyond its dataset: whole copies of it)
     systems: list[LoaderSystem] = Field(min_length=1)
     full_grid_systems: list[LoaderSystem] = list(SEED_SYSTEMS)  # the full grid; every other system: server_grid
     loaders: list[Literal["map", "iterable"]] = Field(min_length=1)
@@ -94,7 +94,12 @@ class Settings(Base):
     prefetch: list[PositiveInt] = Field(min_length=1)
     workers: list[NonNegativeInt] = Field(min_length=1)
     server_grid: Grid = {}
-    workers_at: Grid | None = None  # W > 0 only at these batch sizes and rows per key
+    workers_at: Grid | None = None  # W > 0 only at these batch sizes, rows per key and prefetch sizes
+    iterable_rows_per_key: list[PositiveInt] | None = None  # bytes stores: the iterable loader at these R only
+    prefetch_batch_sizes: dict[PositiveInt, list[PositiveInt]] = {}  # PF -> the only B it is measured at
+    memory_systems: list[LoaderSystem] = []  # these hold their data on tmpfs (location memory), not disk-warm
+    long_cell_s: PositiveFloat | None = None  # the time cap: a cell whose first repeat is longer than this ...
+    long_cell_repeats: Annotated[int, Field(ge=3, strict=True)] = 3  # ... gets this many repeats (no more)
     order: Literal["sequential", "shuffled"] = "sequential"
     writers: PositiveInt = 2
     chunk_rows: PositiveInt = 64
@@ -116,6 +121,31 @@ class Settings(Base):
         return self
 
 
+def capped_policy(config) -> "RepeatPolicy | Callable[[float], RepeatPolicy]":
+    """The repeat policy, time-capped when ``long_cell_s`` is set: a cell whose first repeat (a steady
+    epoch, or a write) lasts longer than ``long_cell_s`` takes exactly ``long_cell_repeats`` repeats
+    (at least 3, so it keeps a CI), every other cell the policy's. Rows record their cell's repeats."""
+    policy, cap = config.policy, config.get("long_cell_s")
+    if cap is None:
+        return policy
+    long = RepeatPolicy(min_repeats=config.get("long_cell_repeats", 3), max_repeats=config.get("long_cell_repeats", 3),
+                        target_ci=policy.target_ci, cell_cap_s=policy.cell_cap_s, min_repeat_s=policy.min_repeat_s)
+    return lambda first_s: long if first_s > cap else policy
+
+
+def capped_cell(config, measure: Callable[[int], tuple[float, dict | None]]) -> tuple[Cell, RepeatPolicy]:
+    """``measure(repeat)`` -> (seconds, row) repeated under ``capped_policy`` (the first repeat decides it);
+    a write is never looped (it replaces the data), so a repeat is one pass."""
+    choose, cell = capped_policy(config), Cell()
+    policy = choose if isinstance(choose, RepeatPolicy) else None
+    while policy is None or not policy.done(cell):
+        start = time.perf_counter()
+        value, row = measure(cell.repeats)
+        cell.add(value, time.perf_counter() - start, row)
+        policy = policy or choose(value)
+    return cell, policy
+
+
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
     result = run(settings, progress=progress)
     for name, frame in result.frames.items():
@@ -135,21 +165,33 @@ class Point:
 def grid(config: Settings, system: str, table: bool) -> list[Point]:
     """The loader configurations measured on ``system``: the full grid for the seed's stores (and
     ``full_grid_systems``), ``server_grid`` over it for the others; tables have no R. With
-    ``workers_at``, W > 0 is measured only at those batch sizes and rows per key (worker start-up
-    makes those epochs the long ones)."""
+    ``iterable_rows_per_key``, a bytes store's iterable loader runs at those R only (the seed's: R = 1,
+    prefetching instead of packing); with ``prefetch_batch_sizes``, a prefetch size listed there only at its
+    batch sizes (a small prefetch issues a request per few rows: its epochs are the long ones). With
+    ``workers_at``, W > 0 is measured only at those batch sizes, rows per key (map-style, or an iterable
+    swept over R) and prefetch sizes (worker start-up makes those epochs the long ones)."""
     g = {key: config[key] for key in ("loaders", "batch_sizes", "rows_per_key", "prefetch", "workers")}
     if system not in config.full_grid_systems:
         g.update(config.server_grid)
     rs = [1] if table else g["rows_per_key"]
+    iterable_rs = g.get("iterable_rows_per_key", config.get("iterable_rows_per_key"))
     at = config.get("workers_at") or {}
+    pf_bs = config.get("prefetch_batch_sizes") or {}
+
+    def workers_here(b: int, r: int, pf: int | None) -> bool:
+        r_axis = not table and (pf is None or iterable_rs is None)  # an iterable at one R only: R is no axis
+        return (b in at.get("batch_sizes", [b]) and (not r_axis or r in at.get("rows_per_key", [r]))
+                and (pf is None or pf in at.get("prefetch", [pf])))
     points = []
     for r in rs:
         for loader in g["loaders"]:
+            if loader == "iterable" and not table and iterable_rs is not None and r not in iterable_rs:
+                continue
             for b in g["batch_sizes"]:
                 for pf in (g["prefetch"] if loader == "iterable" else [None]):
-                    points += [Point(loader, r, b, pf, w) for w in g["workers"]
-                               if w == 0 or (b in at.get("batch_sizes", [b])
-                                             and (table or r in at.get("rows_per_key", [r])))]
+                    if pf is not None and b not in pf_bs.get(pf, [b]):
+                        continue
+                    points += [Point(loader, r, b, pf, w) for w in g["workers"] if w == 0 or workers_here(b, r, pf)]
     return points
 
 
@@ -209,20 +251,22 @@ class SourceRun:
         self.fingerprints, self.system, self.location, self.progress = fingerprints, system, location, progress
         self.versions = {"system_version": system_version, "client_version": client_version,
                          "client_config": client_config or client_version}
+        self.size = run.size_of(workload) if isinstance(run, DataloaderRun) else data_size(samples)
 
     def write_row(self, repeat: int, seconds: float, rows_per_key: int, writers: int, how: str, usage: int | None):
         return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
                 "system": self.system, "location": self.location, "rows_per_key": rows_per_key, "writers": writers,
-                "write_method": how, "repeat": repeat, "n_rows": len(self.samples),
-                "dataset_bytes": self.samples.nbytes, "seconds": seconds, "rows_per_second": len(self.samples) / seconds,
+                "write_method": how, "repeat": repeat, **self.size, "seconds": seconds,
+                "rows_per_second": len(self.samples) / seconds,
                 "disk_usage_bytes": usage, **self.versions, **self._provenance(rows_per_key=rows_per_key)}
 
     def epoch_row(self, point: Point, repeat: int, epoch, layout: str) -> dict:
         return {"experiment": EXPERIMENT, "workload": self.workload, "dataset": self.samples.name,
                 "system": self.system, "location": self.location, "layout": layout, **asdict(point),
                 "start_method": (start_method(self.system) or "fork") if point.workers else "none",
-                "order": self.config.get("order", "sequential"), "repeat": repeat, "n_rows": epoch.rows,
-                "batches": epoch.batches, "seconds": epoch.seconds, "rows_per_second": epoch.rows / epoch.seconds,
+                "order": self.config.get("order", "sequential"), "repeat": repeat, **self.size,
+                "n_rows": epoch.rows, "batches": epoch.batches, "seconds": epoch.seconds,
+                "rows_per_second": epoch.rows / epoch.seconds,
                 "cpu_seconds": epoch.cpu_seconds, "verified": True, **self.versions,
                 **self._provenance(**asdict(point))}
 
@@ -247,14 +291,14 @@ class SourceRun:
 
     def measure_point(self, source, point: Point, layout: str, phase: str) -> Cell:
         """One DataLoader whose workers persist across the point's epochs: a first epoch (workers
-        start), a steady one (sets the epochs per repeat), then repeats. ``startup_seconds`` is the
-        first epoch minus the steady one: the workers' start-up, reported apart."""
-        policy = self.config.policy
+        start), a steady one (sets the epochs per repeat), then repeats (time-capped: ``capped_policy``).
+        ``startup_seconds`` is the first epoch minus the steady one: the workers' start-up, reported apart."""
         dataset, batches = self.dataset(source, point)
 
         def row(repeat: int, epoch, startup: float) -> dict:
             return {**self.epoch_row(point, repeat, epoch, layout), "phase": phase, "startup_seconds": startup}
-        cell = rowloaders.measure_epochs(dataset, point.workers, start_method(self.system), batches, policy, row)
+        cell, policy = rowloaders.measure_epochs(dataset, point.workers, start_method(self.system), batches,
+                                                 capped_policy(self.config), row)
         self.run.writer.rows.extend(cell.annotated_rows(policy))
         return cell
 
@@ -308,14 +352,41 @@ class EpochRows:
 class DataloaderRun(Run):
     writes: list = field(default_factory=list)  # one row per timed conversion into a store
     overheads: list = field(default_factory=list)  # loader vs bare loop
+    data: list = field(default_factory=list)  # one row per workload: what was measured, rows and bytes
 
     @property
     def frames(self) -> dict[str, pd.DataFrame]:
-        """The run's tables by report name: epochs, writes, overheads, best configurations."""
+        """The run's tables by report name: epochs, writes, overheads, best configurations, data sizes."""
         epochs = self.rows
         return {EXPERIMENT: epochs, f"{EXPERIMENT}_write": pd.DataFrame(self.writes),
                 f"{EXPERIMENT}_overhead": pd.DataFrame(self.overheads),
-                f"{EXPERIMENT}_best": best_configs(summary(epochs))}
+                f"{EXPERIMENT}_best": best_configs(summary(epochs)), f"{EXPERIMENT}_data": pd.DataFrame(self.data)}
+
+    def size_of(self, workload: str) -> dict:
+        """The data size fields of ``workload``'s rows (its ``data`` row, without the workload)."""
+        return next({k: v for k, v in d.items() if k != "workload"} for d in self.data if d["workload"] == workload)
+
+
+def workload_samples(workload: str, rows: int):
+    """(samples, copies): the first ``rows`` rows of ``workload``'s dataset (1 copy), or, for more rows than it
+    has, a whole number of copies of it end to end (named e.g. ``sentiment140x27``): how the seed grew its inputs,
+    and how the offline text sample reaches the seed's size."""
+    full = sample_data.load(workload)
+    if rows <= len(full):
+        return full.head(rows), 1
+    copies, rest = divmod(rows, len(full))
+    if rest:
+        raise ValueError(f"{workload}: {rows:,} rows is more than {full.name}'s {len(full):,} and not a whole number "
+                         f"of copies of it: give at most {len(full):,} rows, or a multiple of {len(full):,} (the "
+                         "dataset concatenated with itself)")
+    return full.scaled(copies), copies
+
+
+def data_size(samples, copies: int = 1) -> dict:
+    """What a result row says of its data: the dataset (and how it was made), rows and bytes (the rows'
+    columns in memory: tweet bytes + offsets + labels, pixels + labels, three int32 per triple)."""
+    return {"dataset": samples.name, "copies": copies, "rows_per_copy": len(samples) // copies,
+            "n_rows": len(samples), "dataset_bytes": samples.nbytes}
 
 
 def run(config: Settings, progress: bool = True, services: ServicePool | None = None) -> DataloaderRun:
@@ -325,8 +396,9 @@ def run(config: Settings, progress: bool = True, services: ServicePool | None = 
     systems = sorted(config["systems"], key=_run_order)
     data = {}
     for workload in config["workloads"]:
-        samples = sample_data.load(workload, config["rows"][workload])
+        samples, copies = workload_samples(workload, config["rows"][workload])
         data[workload] = samples, row_fingerprints(samples.columns)
+        result.data.append({"workload": workload, **data_size(samples, copies)})
     try:
         for system in systems:  # system-major: each local server starts once for every workload
             for workload, (samples, fingerprints) in data.items():
@@ -355,9 +427,12 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
     if cls.capabilities.array_native:
         raise TableNotSupported(f"{system} stores image tensors only; seed 001's array layouts are "
                                 f"{', '.join(TABLES)}")
-    location = "memory" if cls.capabilities.in_memory_only else LOCATION
-    if location != LOCATION:
+    on_tmpfs = system in config.get("memory_systems", [])
+    location = "memory" if cls.capabilities.in_memory_only or on_tmpfs else LOCATION
+    if cls.capabilities.in_memory_only:
         result.notes.append(f"{system} keeps its data in memory only: measured at memory")
+    elif location != LOCATION:
+        result.notes.append(f"{system} measured with its data on tmpfs (memory_systems), as the seed kept it in memory")
     with open_system(system, location, pool) as store:
         writers = config.get("writers", 2) if system in PARALLEL_WRITERS else 1
         how = PARALLEL_WRITERS.get(system, "one writer") if writers > 1 else "one writer"
@@ -376,7 +451,8 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
                     seconds = time.perf_counter() - start
                     return seconds, source_run.write_row(repeat, seconds, r, writers, how, _usage(store))
 
-                result.writes += repeat_cell(config.policy, write_once).annotated_rows(config.policy)
+                cell, policy = capped_cell(config, write_once)
+                result.writes += cell.annotated_rows(policy)
                 source = rowloaders.StoreRows(StoreOpener.of(store), layout, row_format(samples))
                 mine = [p for p in points if p.rows_per_key == r]
                 source_run.measure(source, mine, f"{r} rows/key")
@@ -408,7 +484,8 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
             seconds = time.perf_counter() - start
             return seconds, source_run.write_row(repeat, seconds, 1, 1, how, table.disk_usage().bytes)
 
-        result.writes += repeat_cell(config.policy, write_once).annotated_rows(config.policy)
+        cell, policy = capped_cell(config, write_once)
+        result.writes += cell.annotated_rows(policy)
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
         points = grid(config, system, table=True)
