@@ -348,7 +348,8 @@ def _scope(stream: str, durability: str) -> str:
                                                                                         "durability")
 
 
-def findings(summary: pd.DataFrame, claims: tuple = (), costs_: pd.DataFrame | None = None) -> Findings:
+def findings(summary: pd.DataFrame, claims: tuple = (), costs_: pd.DataFrame | None = None,
+             provenance: pd.DataFrame | None = None) -> Findings:
     """The seed's Sec 5.10 statements checked in our numbers at each durability: holds / does not hold /
     inconclusive / not comparable, each with the figures it rests on; where the time goes (``costs``)."""
     s = slopes(summary)
@@ -369,7 +370,7 @@ def findings(summary: pd.DataFrame, claims: tuple = (), costs_: pd.DataFrame | N
         f"within {HALVING[0]}-{HALVING[1]}; \"linear\" = a least-squares R^2 >= {LINEAR_R2}. Verdicts by the rules "
         "below, from the 95% CIs (the same claims as at the top of the report), at each durability.",
         "",
-        *_durability_lines(summary),
+        *_durability_lines(summary, provenance),
         "",
         *_cost_lines(costs_),
         "",
@@ -381,7 +382,7 @@ def findings(summary: pd.DataFrame, claims: tuple = (), costs_: pd.DataFrame | N
     return Findings(_headline(s, streams), text, _metrics(summary, s), claims)
 
 
-def _durability_lines(summary: pd.DataFrame) -> list[str]:
+def _durability_lines(summary: pd.DataFrame, provenance: pd.DataFrame | None = None) -> list[str]:
     found = durabilities(summary)
     out = ["**Durability, the same for every table of a variant** (the stores are compared at equal durability, "
            "never at each one's default: TileDB and TensorStore fsync by default, RocksDB and ext4 do not): "
@@ -391,12 +392,17 @@ def _durability_lines(summary: pd.DataFrame) -> list[str]:
                    "their comparison is partly one of durability settings.")
     else:
         out += ["", "| table | `none` | `fsync` |", "|---|---|---|"]
-        from storebench.stores.embeddings import EMBEDDING_TABLES
-
+        how = _durable_how(provenance)
         for name in dict.fromkeys(summary.table):
-            how = EMBEDDING_TABLES[name].durable_how if name in EMBEDDING_TABLES else {}
-            out.append(f"| {name} | {how.get('none', 'n/a')} | {how.get('fsync', 'n/a')} |")
+            out.append(f"| {name} | {how.get((name, 'none'), 'n/a')} | {how.get((name, 'fsync'), 'n/a')} |")
     return out
+
+
+def _durable_how(provenance: pd.DataFrame | None) -> dict:
+    """(table, durability) -> how that table was made durable (or not), as the measurement recorded it."""
+    if provenance is None or not {"table", "durability", "durable_how"} <= set(provenance.columns):
+        return {}
+    return {(r.table, r.durability): r.durable_how for r in provenance.itertuples()}
 
 
 def _cost_lines(costs_: pd.DataFrame | None) -> list[str]:
@@ -483,7 +489,7 @@ def _metrics(summary: pd.DataFrame, s: pd.DataFrame) -> tuple:
 def analyse(tables: ResultTables) -> Findings:
     rows = tables["embeddings"]
     table_, costs_ = summary(rows), costs(rows)
-    return findings(table_, claims(table_, costs_), costs_)
+    return findings(table_, claims(table_, costs_), costs_, tables.get("embeddings_provenance"))
 
 
 def figures(tables: ResultTables) -> dict:
