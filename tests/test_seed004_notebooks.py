@@ -48,9 +48,7 @@ def test_cassandra_scale_runs_two_ranks_at_smoke_scale(tmp_path):
     tables = run.measure("cassandra_scale", "smoke", results_root=results, progress=False)
     ranks_rows = tables["cassandra_scale_ranks"]
     assert set(ranks_rows.ranks) == {2} and set(ranks_rows.phase) == {"train", "val"}
-    assert set(ranks_rows.step) == {"emulated", "loader-bound"}
-    emulated, free = (ranks_rows[(ranks_rows.step == s) & (ranks_rows.phase == "train")] for s in ("emulated", "loader-bound"))
-    assert free.images_per_s.mean() > emulated.images_per_s.mean()  # no sleep, no 4 MB gradient: faster
+    assert set(ranks_rows.step) == {"emulated", "loader-bound"}  # the seed's step and the loaders alone
     assert (ranks_rows.images > 0).all() and (ranks_rows.allreduce_share > 0).all()
     notebooks.run("cassandra_scale", out_dir=tmp_path, results_dir=results, progress=False)
     recorded = check_report(tmp_path, "cassandra_scale")
