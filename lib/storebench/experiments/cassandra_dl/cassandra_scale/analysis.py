@@ -61,6 +61,15 @@ def with_steps(frame: pd.DataFrame) -> pd.DataFrame:
     return frame if "step" in frame.columns or frame.empty else frame.assign(step=EMULATED)
 
 
+def steady_windows(events: pd.DataFrame, end: float, warmup: float) -> dict[str, tuple[float, float]]:
+    """The three steady phases (one node, two nodes, one node again) as (start, end) seconds, each
+    without its first ``warmup`` seconds."""
+    at = dict(zip(events.event, events.t_s))
+    phases = {"one node": (0.0, at["join starts"]), "two nodes": (at["join done (both Up/Normal)"], at["leave starts"]),
+              "one node again": (at["leave done"], end)}
+    return {name: (start + warmup, stop) for name, (start, stop) in phases.items()}
+
+
 def ring_summary(timeline: pd.DataFrame, events: pd.DataFrame, failures: list, warmup: float = RING_WARMUP_S
                  ) -> dict:
     """Steady rates (mean img/s per second) of each phase after its first ``warmup`` seconds (the
@@ -72,13 +81,13 @@ def ring_summary(timeline: pd.DataFrame, events: pd.DataFrame, failures: list, w
     rate = timeline.set_index("t_s").images
     joined, leave, left = at["join done (both Up/Normal)"], at["leave starts"], at["leave done"]
 
-    def steady(start, end):
-        window = rate[(rate.index >= start + warmup) & (rate.index + 1 <= end)]  # whole seconds inside
-        return float(window.mean()) if len(window) else float("nan"), len(window)
+    def steady(window):
+        start, end = window
+        inside = rate[(rate.index >= start) & (rate.index + 1 <= end)]  # whole seconds inside
+        return float(inside.mean()) if len(inside) else float("nan"), len(inside)
 
-    baseline, baseline_s = steady(0, at["join starts"])
-    two_nodes, two_nodes_s = steady(joined, leave)
-    after, after_s = steady(left, rate.index.max() + 1)
+    windows = steady_windows(events, rate.index.max() + 1, warmup)
+    (baseline, baseline_s), (two_nodes, two_nodes_s), (after, after_s) = (steady(w) for w in windows.values())
 
     def dip(start, end):
         window = rate[(rate.index >= int(start)) & (rate.index <= int(end))]
@@ -202,11 +211,14 @@ def figure(result: Recorded, config):
             axes[0].axvline(event.t_s, color="0.4", linestyle=":", linewidth=1)
             axes[0].annotate(event.event, (event.t_s, top * (1.04 if i % 2 == 0 else 1.14)), fontsize=7,
                              ha="center", va="bottom", bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none"))
+        windows = steady_windows(result.events, result.timeline.t_s.max() + 1, result.warmup)
+        for i, (start, end) in enumerate(windows.values()):
+            axes[0].axvspan(start, end, color="0.85", alpha=0.5, linewidth=0,
+                            label=f"steady (first {result.warmup:g} s of a phase left out)" if i == 0 else None)
         for i, failure in enumerate(result.failures):
             axes[0].axvline(failure["t_s"], color=plots.OKABE_ITO["vermilion"], linewidth=1.2,
                             label="a read failed" if i == 0 else None)
-        if result.failures:
-            axes[0].legend(fontsize=8, loc="lower right")
+        axes[0].legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, frameon=False)
         axes[0].set(title=f"reads while a node joins and leaves (RF {config['replication_factor']})",
                     xlabel="seconds since start", ylabel="images / s (all loaders)")
     else:
