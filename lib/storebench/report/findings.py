@@ -407,8 +407,14 @@ class Findings:
         run["repeat_policy"] = policy_text(settings) if isinstance(run["repeats"], int) else None
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
-                "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],
+                "metrics": [asdict(m) for m in self.metrics], "claims": [_claim_record(c) for c in self.claims],
                 "run": run}
+
+
+def _claim_record(claim: Claim) -> dict:
+    """A claim as recorded: its cause fields only where a cause is said (files before issue 24 unchanged)."""
+    said = bool(claim.cause or claim.settle)
+    return {k: v for k, v in asdict(claim).items() if said or k not in ("cause", "cause_detail", "settle")}
 
 
 def repeat_policy(settings: dict) -> RepeatPolicy:
