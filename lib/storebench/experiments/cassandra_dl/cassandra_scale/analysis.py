@@ -15,7 +15,7 @@ from storebench.report.findings import MACHINE, Cause, Findings, Metric, above, 
 EXPERIMENT = "cassandra_scale"
 EMULATED, LOADER_BOUND = "emulated", "loader-bound"  # the steps (measure.STEPS); runs before issue 24: emulated
 RING_WARMUP_S = 1.0  # runs recorded before ring_warmup_s was a setting: the ramp-up they are read with
-ONE_HOST = Cause(MACHINE, "both Cassandra nodes, the loaders (or ranks) and their all-reduce share one 2-core VM",
+ONE_HOST = Cause(MACHINE, "both Cassandra nodes, the loaders (or ranks) and their all-reduce share one VM's cores",
                  "the same run on separate hosts (docs/two-hosts.md: a node and a rank per host; torchrun --nnodes "
                  "against a real ring)")
 
