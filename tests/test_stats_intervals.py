@@ -73,6 +73,19 @@ def test_not_comparable_needs_a_reason_and_a_verdict_must_follow_its_rule():
         findings.Claim("S", "x", "m", 1.5, 0.8, 2.0, "x", "r", HOLDS, "", findings.above(1.0).spec())
 
 
+def test_a_claim_that_does_not_hold_keeps_its_cause_and_what_would_settle_it():
+    cause = findings.Cause(findings.MACHINE, "2 cores shared", "a second host")
+    failed = findings.judge("S", "x", "m", 2.0, (1.5, 2.5), findings.below(1.0), cause=cause)
+    assert (failed.verdict, failed.cause, failed.settle) == (DOES_NOT_HOLD, findings.MACHINE, "a second host")
+    assert failed.cause_text() == "Cause: the machine (2 cores shared). Would settle it: a second host."
+    held = findings.judge("S", "x", "m", 0.5, (0.4, 0.6), findings.below(1.0), cause=cause)
+    assert held.verdict == HOLDS and not held.cause and not held.cause_text()  # said only where it does not hold
+    with pytest.raises(ValueError, match="one of"):
+        findings.Cause("the weather", "", "x")
+    with pytest.raises(ValueError, match="does not hold"):
+        findings.Claim(**{**findings.asdict(held), "cause": findings.MACHINE})
+
+
 def test_every_report_prints_the_rules():
     made = findings.Findings("h", "text", (), (findings.not_comparable("S", "x", "m", "why"),))
     assert findings.RULES_HEADING in made.markdown and findings.RULES[0] in made.markdown

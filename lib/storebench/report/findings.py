@@ -275,11 +275,34 @@ def _finite(x) -> bool:
         return False
 
 
+# Why a claim may not hold here: said with every claim that does not hold (issue 24).
+MACHINE, SUBSTITUTE, PAPER_SETUP, UNKNOWN = "the machine", "a substitute", "the paper's setup", "unknown"
+CAUSES = (MACHINE, SUBSTITUTE, PAPER_SETUP, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class Cause:
+    """What would make a claim not hold here, stated with the claim (before its verdict is known):
+    ``known`` one of ``CAUSES`` (this machine, a substitute for what the paper used, the paper's own
+    setup; or unknown), ``detail`` how, ``settle`` the measurement that would settle it. ``judge`` and
+    ``judge_metric`` keep it on the claim only when the claim does not hold."""
+    known: str
+    detail: str
+    settle: str
+
+    def __post_init__(self):
+        if self.known not in CAUSES:
+            raise ValueError(f"cause {self.known!r}: one of {', '.join(CAUSES)}")
+        if not self.settle:
+            raise ValueError("a cause needs what would settle it")
+
+
 @dataclass(frozen=True)
 class Claim:
     """One statement of the paper, judged on one metric of ours: ``verdict`` is ``rule`` (kept as
     data in ``test``) applied to the 95% CI [``ci_low``, ``ci_high``]; ``why`` gives the reason when
-    there is no CI or the claim is not comparable."""
+    there is no CI or the claim is not comparable. A claim that does not hold says whether its cause
+    is known (``cause``: one of ``CAUSES``, ``cause_detail``) and what would settle it (``settle``)."""
     reference: str  # where the paper says it (section, figure, table)
     statement: str  # what the paper says, in a sentence
     metric: str  # what of ours it is judged on (with the configuration)
@@ -291,10 +314,16 @@ class Claim:
     verdict: str
     why: str = ""
     test: dict | None = None  # Rule.spec(): the rule as data, to re-apply
+    cause: str = ""  # a claim that does not hold: one of CAUSES ("" before issue 24, or not said)
+    cause_detail: str = ""
+    settle: str = ""  # ... and what would settle it
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r}: one of {', '.join(VERDICTS)}")
+        if self.cause and (self.cause not in CAUSES or self.verdict != DOES_NOT_HOLD):
+            raise ValueError(f"{self.statement!r}: a cause ({self.cause!r}) is one of {', '.join(CAUSES)}, "
+                             f"said of a claim that does not hold (this one: {self.verdict})")
         if self.verdict == NOT_COMPARABLE and not self.why:
             raise ValueError(f"{self.statement!r}: not comparable needs its reason")
         if self.test is not None and self.verdict != NOT_COMPARABLE:
@@ -305,12 +334,26 @@ class Claim:
     def interval_text(self) -> str:
         return interval_text(self.value, self.ci_low, self.ci_high, self.unit)
 
+    def cause_text(self) -> str:
+        """"Cause: the machine (how). Would settle it: ..." ("" when none is said)."""
+        if not (self.cause or self.settle):
+            return ""
+        detail = f" ({self.cause_detail})" if self.cause_detail else ""
+        return f"Cause: {self.cause or UNKNOWN}{detail}. Would settle it: {self.settle or 'not said'}."
+
+    def explained(self, cause: "Cause | None") -> "Claim":
+        """This claim with ``cause`` kept on it if it does not hold (else unchanged)."""
+        if cause is None or self.verdict != DOES_NOT_HOLD:
+            return self
+        return Claim(**{**asdict(self), "cause": cause.known, "cause_detail": cause.detail, "settle": cause.settle})
+
 
 def judge(reference: str, statement: str, metric: str, value: float, interval, rule: Rule,
-          unit: str = "x") -> Claim:
+          unit: str = "x", cause: Cause | None = None) -> Claim:
     """A claim judged by ``rule`` on ``value`` with its 95% CI ``interval``: a Metric's
     (``judge_metric``), a (low, high) pair, or a symmetric half-width (only for a plain mean or a
-    difference, never for a ratio or a share); None: no CI."""
+    difference, never for a ratio or a share); None: no CI. ``cause``: what would make it not hold
+    here (kept if it does not)."""
     if isinstance(interval, tuple):
         low, high = interval
     elif _finite(interval) and _finite(value):
@@ -319,13 +362,15 @@ def judge(reference: str, statement: str, metric: str, value: float, interval, r
         low = high = None
     low, high = _num(low), _num(high)
     verdict_, why = rule.judge(low, high)
-    return Claim(reference, statement, metric, _num(value), low, high, unit, rule.text(unit), verdict_, why, rule.spec())
+    return Claim(reference, statement, metric, _num(value), low, high, unit, rule.text(unit), verdict_, why,
+                 rule.spec()).explained(cause)
 
 
-def judge_metric(reference: str, statement: str, metric: str, m: Metric, rule: Rule, unit: str | None = None
-                 ) -> Claim:
-    """A claim judged by ``rule`` on Metric ``m``'s value and 95% CI."""
-    claim = judge(reference, statement, metric, m.value, (m.ci_low, m.ci_high), rule, m.unit if unit is None else unit)
+def judge_metric(reference: str, statement: str, metric: str, m: Metric, rule: Rule, unit: str | None = None,
+                 cause: Cause | None = None) -> Claim:
+    """A claim judged by ``rule`` on Metric ``m``'s value and 95% CI (``cause``: as for ``judge``)."""
+    claim = judge(reference, statement, metric, m.value, (m.ci_low, m.ci_high), rule, m.unit if unit is None else unit,
+                  cause)
     if not m.has_ci and m.why and claim.verdict == INCONCLUSIVE:
         claim = Claim(**{**asdict(claim), "why": m.why})
     return claim
@@ -365,7 +410,7 @@ class Findings:
             run["parts"] = manifest["parts"]
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
-                "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],
+                "metrics": [asdict(m) for m in self.metrics], "claims": [_claim_record(c) for c in self.claims],
                 "run": run}
 
 
@@ -384,6 +429,12 @@ def data_text(settings: dict, template: str | None = None) -> str:
     if template is None and isinstance(settings.get("rows"), dict):
         data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
     return data
+
+
+def _claim_record(claim: Claim) -> dict:
+    """A claim as recorded: its cause fields only where a cause is said (files before issue 24 unchanged)."""
+    said = bool(claim.cause or claim.settle)
+    return {k: v for k, v in asdict(claim).items() if said or k not in ("cause", "cause_detail", "settle")}
 
 
 def repeat_policy(settings: dict) -> RepeatPolicy:

@@ -7,6 +7,8 @@ training and N..2N-1 validation: rank i trains on split i and validates on split
 Sec 6.2); every rank takes as many batches as the smallest split of its phase has. Compute is emulated (the seed slept too): per training batch ``train_seconds_per_batch``
 then a real all-reduce of a ResNet-50-sized gradient (``gradient_elements`` float32) over gloo; per
 validation batch ``val_seconds_per_batch`` then an all-reduce of the batch's loss and accuracy.
+With ``gradient`` false (the loader-bound step: both times 0) a training step all-reduces only the
+two numbers a validation step does, so what is timed is the loading.
 Each rank writes ``rank-<i>.json``: images, bytes and seconds per phase, time in all-reduce.
 """
 from __future__ import annotations
@@ -29,7 +31,8 @@ def phase(loader, split: int, steps: int, seconds_per_batch: float, reduce) -> d
         batch = loader.load_batch(split)
         images += len(batch.ids)
         nbytes += sum(len(b) for b in batch.blobs)
-        time.sleep(seconds_per_batch)
+        if seconds_per_batch:
+            time.sleep(seconds_per_batch)
         t = time.perf_counter()
         reduce()
         reduce_s += time.perf_counter() - t
@@ -64,7 +67,8 @@ def main(argv=None) -> None:
     with PrefetchLoader(source, catalog, splits, batch_size=spec["batch_size"], depth=spec["depth"]) as loader:
         batches = loader.num_batches
         train_steps, val_steps = min(batches[:world]), min(batches[world:])
-        train = phase(loader, rank, train_steps, spec["train_seconds_per_batch"], lambda: dist.all_reduce(gradient))
+        step_reduce = (lambda: dist.all_reduce(gradient)) if spec.get("gradient", True) else (lambda: dist.all_reduce(metrics))
+        train = phase(loader, rank, train_steps, spec["train_seconds_per_batch"], step_reduce)
         val = phase(loader, world + rank, val_steps, spec["val_seconds_per_batch"], lambda: dist.all_reduce(metrics))
     result = {"rank": rank, "world": world, "train": train, "val": val}
     Path(args.out_dir, f"rank-{rank}.json").write_text(json.dumps(result))

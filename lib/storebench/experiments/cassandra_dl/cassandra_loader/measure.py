@@ -4,9 +4,15 @@ Sec 5.2's "how many GPUs does a loader feed").
 - **single loader**: real ImageNet images (224x224, JPEG q90 and raw) replicated under UUIDs, written
   into Cassandra's three tables (the seed's data model) and, for the other systems, under integer
   keys; then the short-circuited loader (``load_batch`` as fast as it goes, nothing consumed) per
-  batch size: ms per batch (mean +- 95% CI over the batches), images/s, MB/s, the loader's CPU%.
-- **server latency under load**: 1 and several loader PROCESSES reading batches of
-  ``latency_batch`` at once; read-latency percentiles from ``nodetool tablehistograms`` of a table
+  batch size: after an unrecorded warm-up epoch, repeats of ``pass_seconds`` of reading each
+  (time-based: a pass crosses epoch boundaries, and the passes follow one another without a gap, so
+  no pass starts with batches the loader prefetched while nobody timed): ms per batch (mean +- 95%
+  CI over the batches), images/s, MB/s, the loader's CPU%.
+- **server latency under load, up to saturation**: 1, 2, 4, ... loader PROCESSES (the counts of
+  ``latency_loaders``, ascending) reading batches of ``latency_batch`` for ``latency_seconds``, each
+  count ``latency_repeats`` times; the sweep stops at the first count whose mean aggregate MB/s
+  gains less than ``saturation_gain`` over the previous count's (``analysis.saturation``: the
+  server is saturated there). Read-latency percentiles from ``nodetool tablehistograms`` of a table
   no other run touched (its histogram holds these reads only), and the MB/s served meanwhile.
 - **accelerators fed**: emulated accelerators (threads that take a batch and sleep its compute
   time, ``1 / accelerator_images_per_s`` per image: the seed's 200 img/s of a ResNet-50 on a TITAN
@@ -34,11 +40,11 @@ from storebench.data import imagesets
 from storebench.data import splits as sp
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.core.experiment import ResultsDir
-from storebench.core.settings import PositiveFloat, PositiveInt, Settings as Base, StoreName
+from storebench.core.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Settings as Base, StoreName
 from storebench.loaders.opener import StoreOpener
 from storebench.loaders.prefetch import CassandraBlobs, Catalog, PrefetchLoader, StoreBlobs
 from storebench.paths import scratch_dir
@@ -49,10 +55,17 @@ from storebench.stores.base import package_version
 from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci
 from storebench.experiments.common import Skipped, record_skipped
+from storebench.experiments.cassandra_dl.cassandra_loader.analysis import saturation
 
 EXPERIMENT = "cassandra_loader"
 LOCATION = "disk-warm"
 CASSANDRA = "cassandra"  # the seed's loader: async single-partition reads of data_by_uuid
+
+
+def _ascending(counts: list[int]) -> list[int]:
+    if counts != sorted(set(counts)) or counts[0] != 1:
+        raise ValueError(f"must start at 1 loader and ascend without repeats (e.g. [1, 2, 4, 8, 16]), got {counts}")
+    return counts
 
 
 class Settings(Base):
@@ -65,7 +78,10 @@ class Settings(Base):
     depth: PositiveInt
     replication_factor: PositiveInt
     consistency: Literal["ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"]
-    latency_loaders: list[PositiveInt]
+    pass_seconds: PositiveFloat  # Table 1: timed reading per repeat (time-based passes)
+    latency_loaders: Annotated[list[PositiveInt], AfterValidator(_ascending)]
+    latency_repeats: PositiveInt
+    saturation_gain: NonNegativeFloat  # the sweep stops where more loaders gain less MB/s than this share
     latency_batch: PositiveInt
     latency_seconds: PositiveFloat
     accelerator_images_per_s: PositiveFloat
@@ -136,49 +152,72 @@ def whole_split(images: imagesets.ImageSet) -> sp.Splits:
 
 # ------------------------------------------------------------------ Table 1: the short-circuited loader
 def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int, depth: int,
-                    policy: RepeatPolicy) -> list[dict]:
-    """Epochs of ``load_batch`` as fast as it goes, under the repeat policy: an unrecorded warm-up
-    epoch (connections, JIT, caches) sets the epochs per repeat; per repeat, per epoch: batch times,
-    images, bytes, CPU."""
+                    policy: RepeatPolicy, pass_seconds: float, warm_epoch: bool = True) -> list[dict]:
+    """``load_batch`` as fast as it goes, under the repeat policy: an unrecorded warm-up (a whole epoch
+    where ``warm_epoch``, every sample read once: caches; else one pass: connections, this batch size),
+    then repeats of ``pass_seconds`` of reading each. Time-based passes: a pass ends at the first batch
+    after ``pass_seconds``; at the end of an epoch the next starts (reshuffled) within the pass, its
+    pipeline refill timed like any batch; a pass starts where the previous one ended, so no pass begins
+    with batches prefetched untimed. Per repeat: batch times, images, bytes, epochs crossed, CPU."""
     me = psutil.Process()
     with PrefetchLoader(source, catalog, splits, batch_size=batch_size, depth=depth) as loader:
-        def epoch() -> tuple[list[float], int, int]:
-            times, images, nbytes = [], 0, 0
-            last = time.perf_counter()
-            for _ in range(loader.num_batches[0]):
-                batch = loader.load_batch(0)
+        def next_batch():
+            try:
+                return loader.load_batch(0), 0
+            except StopIteration:
+                loader.rewind_splits()
+                return loader.load_batch(0), 1
+
+        start = time.perf_counter()
+        for _ in range(loader.num_batches[0]):  # the warm-up
+            loader.load_batch(0)
+            if not warm_epoch and time.perf_counter() - start >= pass_seconds:
+                break
+        loader.rewind_splits()
+        clock = {"last": time.perf_counter(), "cpu": me.cpu_times()}
+
+        def one_pass(repeat: int):
+            start, cpu0 = clock["last"], clock["cpu"]
+            times, images, nbytes, epochs, last = [], 0, 0, 0, start
+            while last - start < pass_seconds:
+                batch, rewound = next_batch()
                 now = time.perf_counter()
                 times.append(now - last)
                 last = now
                 images += len(batch.ids)
                 nbytes += sum(len(b) for b in batch.blobs)
-            loader.rewind_splits()
-            return times[1:] or times, images, nbytes  # the first batch waits for the pipeline to fill
-
-        def one_repeat(repeat: int):
-            cpu0, start = me.cpu_times(), time.perf_counter()
-            epochs = [epoch() for _ in range(passes)]
-            seconds = (time.perf_counter() - start) / passes
+                epochs += rewound
             cpu = me.cpu_times()
-            images, nbytes = epochs[0][1], epochs[0][2]
-            mean, half, _ = mean_ci(np.concatenate([times for times, _, _ in epochs]) * 1000)
+            clock.update(last=last, cpu=cpu)
+            seconds = last - start
+            mean, half, _ = mean_ci(np.asarray(times) * 1000)
             return seconds, {"batch_size": batch_size, "repeat": repeat, "images": images, "bytes": nbytes,
-                             "seconds": seconds, "ms_per_batch": mean, "ms_per_batch_ci": half,
-                             "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
-                             "cpu_percent": 100 * ((cpu.user - cpu0.user) + (cpu.system - cpu0.system))
-                             / (seconds * passes), "threads": me.num_threads()}
-        start = time.perf_counter()
-        epoch()
-        passes = policy.passes_for(time.perf_counter() - start)
-        return repeat_cell(policy, one_repeat, passes).annotated_rows(policy)
+                             "seconds": seconds, "epochs_crossed": epochs, "ms_per_batch": mean,
+                             "ms_per_batch_ci": half, "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
+                             "cpu_percent": 100 * ((cpu.user - cpu0.user) + (cpu.system - cpu0.system)) / seconds,
+                             "threads": me.num_threads()}
+        return repeat_cell(policy, one_pass).annotated_rows(policy)
 
 
 # ------------------------------------------------------------------ Table 2: latency under load
-def latency_under_load(endpoint: dict, service, images: imagesets.ImageSet, loaders: int, config: dict,
-                       work: Path) -> dict:
+def latency_sweep(endpoint: dict, service, images: imagesets.ImageSet, config: dict, work: Path) -> list[dict]:
+    """Table 2 up to saturation: each count of ``latency_loaders`` in turn, ``latency_repeats`` runs
+    each; stops after the first count at which the mean aggregate MB/s stopped rising by
+    ``saturation_gain`` (``analysis.saturation``: the server is saturated there)."""
+    rows = []
+    for loaders in config["latency_loaders"]:
+        rows += [latency_under_load(endpoint, service, images, loaders, repeat, config, work)
+                 for repeat in range(config["latency_repeats"])]
+        if saturation(pd.DataFrame(rows), config["saturation_gain"]).saturated is not None:
+            break
+    return rows
+
+
+def latency_under_load(endpoint: dict, service, images: imagesets.ImageSet, loaders: int, repeat: int,
+                       config: dict, work: Path) -> dict:
     """``loaders`` loader processes on a keyspace of their own for ``latency_seconds``; read-latency
     percentiles of its data table from nodetool, and what they moved."""
-    keyspace = f"seed004_lat_{images.encoding}_{loaders}"
+    keyspace = f"seed004_lat_{images.encoding}_{loaders}_{repeat}"
     cm.ingest_endpoint(endpoint, keyspace, images, replication_factor=config["replication_factor"], progress=False)
     table = work / f"catalog-{images.encoding}.parquet"
     images.table.assign(id=images.table["id"].astype(str)).to_parquet(table)
@@ -208,8 +247,9 @@ def latency_under_load(endpoint: dict, service, images: imagesets.ImageSet, load
     percentiles = service.read_latency_percentiles(keyspace, "data_by_uuid")
     with cm.session_for(endpoint) as session:
         session.execute(f"DROP KEYSPACE IF EXISTS {keyspace}", timeout=120)
+    service.nodetool("clearsnapshot", "--all")  # a drop snapshots the keyspace (auto_snapshot): up to 1.5 GB a run
     moved = sum(r["bytes"] for r in reports)
-    return {"encoding": images.encoding, "loaders": loaders, "batch_size": config["latency_batch"],
+    return {"encoding": images.encoding, "loaders": loaders, "repeat": repeat, "batch_size": config["latency_batch"],
             "images": sum(r["images"] for r in reports), "bytes": moved, "seconds": wall,
             "mb_per_s": moved / wall / 1e6, "images_per_s": sum(r["images"] for r in reports) / wall,
             **{k: v for k, v in percentiles.items()}}
@@ -295,8 +335,9 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
     versions = {"client_version": package_version(get_store_class(system).client_package)}
     with written(system, images, config, services, result) as (source, catalog, cassandra):
         versions["system_version"] = _system_version(system, services)
-        rows = [r for b in config["batch_sizes"]
-                for r in short_circuited(source, catalog, splits, b, config["depth"], config["policy"])]
+        rows = [r for i, b in enumerate(config["batch_sizes"])  # a whole warm-up epoch before the first only
+                for r in short_circuited(source, catalog, splits, b, config["depth"], config["policy"],
+                                         config["pass_seconds"], warm_epoch=i == 0)]
         if system in config["feed_systems"]:
             at = [r["images_per_s"] for r in rows if r["batch_size"] == config["feed_batch"]]
             rate = max(at or [r["images_per_s"] for r in rows])
@@ -307,8 +348,7 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
             if service is None:
                 result.skipped.append(Skipped(system, LOCATION, "latency under load", "nodetool needs the local node's JMX"))
             else:
-                latency += [latency_under_load(endpoint, service, images, n, config, work)
-                            for n in config["latency_loaders"]]
+                latency += latency_sweep(endpoint, service, images, config, work)
     return [{"system": system, "encoding": images.encoding, "location": location_of(system), **r, **versions}
             for r in rows]
 

@@ -6,10 +6,14 @@
   connections) read it continuously; a second node on 127.0.0.2 joins (bootstrap streams its token
   ranges), then leaves (decommission streams them back). Per second: images and bytes read; every
   blob verified; every failed batch counted and the loader restarted (none is ever silently lost).
+  The phases (``ring_phases_s``) are held for stated times; the analysis discards ``ring_warmup_s``
+  at the start of each (the loaders' ramp-up, a new node's) before it takes a steady rate.
 - **ranks**: ``torchrun`` with N gloo ranks on this machine (storebench.experiments.cassandra_dl.ranks), each reading its own
-  training split i and validation split N+i from the same node, emulated compute per batch (the
-  seed's per-batch times, recorded) and a real all-reduce of a ResNet-50-sized gradient per
-  training step. Train and validation images/s vs ranks, the seed's Tables 3-4 beside.
+  training split i and validation split N+i from the same node. Per ``steps``: ``emulated``, the
+  seed's step (emulated compute per batch, the seed's per-batch times, and a real all-reduce of a
+  ResNet-50-sized gradient per training step), and ``loader-bound`` (no compute, no gradient: only
+  the all-reduce of two numbers that keeps the ranks in step), what the loaders alone deliver. Train
+  and validation images/s vs ranks, the seed's Tables 3-4 beside.
 """
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ from storebench.experiments.cassandra_dl import ranks
 from storebench.data import splits as sp
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.core.experiment import ResultsDir
@@ -42,6 +46,8 @@ from storebench.stores.base import package_version
 
 EXPERIMENT = "cassandra_scale"
 KEYSPACE = "seed004_scale"
+EMULATED, LOADER_BOUND = "emulated", "loader-bound"
+STEPS = (EMULATED, LOADER_BOUND)
 
 
 
@@ -64,11 +70,21 @@ class Settings(Base):
     ring: bool
     ring_loaders: PositiveInt
     ring_phases_s: Annotated[dict[str, float], AfterValidator(_phases)]
+    ring_warmup_s: NonNegativeFloat  # discarded at the start of each phase before its steady rate is taken
     ranks: list[PositiveInt] = Field(min_length=1)
+    steps: list[Literal[STEPS]] = Field(min_length=1)
     train_share: Annotated[float, Field(gt=0, lt=1)]
     train_seconds_per_batch: NonNegativeFloat
     val_seconds_per_batch: NonNegativeFloat
     gradient_elements: PositiveInt
+
+    @model_validator(mode="after")
+    def _warmup_inside_the_phases(self):
+        short = {k: v for k, v in self.ring_phases_s.items() if v <= self.ring_warmup_s}
+        if self.ring and short:
+            raise ValueError(f"ring_warmup_s ({self.ring_warmup_s:g} s) leaves nothing of the phases {short}: "
+                             "each phase must last longer than the warm-up it discards")
+        return self
 
 
 @dataclass
@@ -176,7 +192,8 @@ def ring_under_load(ring: Ring, images: imagesets.ImageSet, config: dict, result
 
 # ------------------------------------------------------------------ data-parallel ranks
 def data_parallel(endpoint: dict, config: dict, work: Path, policy: RepeatPolicy) -> list[dict]:
-    """Per rank count, a torchrun launch per repeat (under ``policy``): train and validation rows."""
+    """Per rank count and step (``emulated``, ``loader-bound``), a torchrun launch per repeat (under
+    ``policy``): train and validation rows."""
     out = []
     for n in config["ranks"]:
         share = config["train_share"]
@@ -184,20 +201,24 @@ def data_parallel(endpoint: dict, config: dict, work: Path, policy: RepeatPolicy
             splits = sp.make_splits(sp.CassandraMetadata(session, KEYSPACE), [share / n] * n + [(1 - share) / n] * n,
                                     group_by=["original"], label="kind", seed=config["seed"])
         path = splits.save(work / f"splits-{n}.json")
-        spec = {"endpoint": endpoint, "keyspace": KEYSPACE, "splits": str(path), "in_flight": config["in_flight"],
-                "depth": config["depth"], "batch_size": config["batch_size"],
-                "train_seconds_per_batch": config["train_seconds_per_batch"],
-                "val_seconds_per_batch": config["val_seconds_per_batch"],
-                "gradient_elements": config["gradient_elements"]}
-        spec_path = work / f"ddp-{n}.json"
-        spec_path.write_text(json.dumps(spec))
-        def one_repeat(repeat: int):
-            results = ranks.launch("storebench.experiments.cassandra_dl.ddp_rank", ["--spec", str(spec_path)],
-                                   nproc=n, out_dir=work / f"ranks-{n}-{repeat}")
-            rows = [{"ranks": n, "repeat": repeat, **_phase_totals(results, phase)} for phase in ("train", "val")]
-            return rows[0]["seconds"], rows
-        out += repeat_cell(policy, one_repeat).annotated_rows(policy)
+        for step in config["steps"]:
+            emulated = step == EMULATED
+            spec = {"endpoint": endpoint, "keyspace": KEYSPACE, "splits": str(path), "in_flight": config["in_flight"],
+                    "depth": config["depth"], "batch_size": config["batch_size"],
+                    "train_seconds_per_batch": config["train_seconds_per_batch"] if emulated else 0.0,
+                    "val_seconds_per_batch": config["val_seconds_per_batch"] if emulated else 0.0,
+                    "gradient_elements": config["gradient_elements"], "gradient": emulated}
+            spec_path = work / f"ddp-{n}-{step}.json"
+            spec_path.write_text(json.dumps(spec))
+            out += repeat_cell(policy, lambda repeat: _launch(n, step, repeat, spec_path, work)).annotated_rows(policy)
     return out
+
+
+def _launch(n: int, step: str, repeat: int, spec_path: Path, work: Path) -> tuple[float, list[dict]]:
+    results = ranks.launch("storebench.experiments.cassandra_dl.ddp_rank", ["--spec", str(spec_path)],
+                           nproc=n, out_dir=work / f"ranks-{n}-{step}-{repeat}")
+    rows = [{"ranks": n, "step": step, "repeat": repeat, **_phase_totals(results, phase)} for phase in ("train", "val")]
+    return rows[0]["seconds"], rows
 
 
 def _phase_totals(results: list[dict], phase: str) -> dict:
