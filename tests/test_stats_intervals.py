@@ -73,6 +73,22 @@ def test_not_comparable_needs_a_reason_and_a_verdict_must_follow_its_rule():
         findings.Claim("S", "x", "m", 1.5, 0.8, 2.0, "x", "r", HOLDS, "", findings.above(1.0).spec())
 
 
+def test_a_claim_that_does_not_hold_carries_its_known_cause_and_what_would_settle_it():
+    unmet = findings.Unmet("the machine", "two cores shared by client and server", "a two-host run")
+    failed = findings.judge("S", "x", "m", 0.5, (0.4, 0.6), findings.above(1.0), unmet=unmet)
+    assert (failed.verdict, failed.cause, failed.why, failed.settle) == (
+        DOES_NOT_HOLD, "the machine", "two cores shared by client and server", "a two-host run")
+    assert failed.explanation().startswith("Cause: the machine. two cores") and "Would settle it: a two-host" in \
+        failed.explanation()
+    held = findings.judge("S", "x", "m", 1.5, (1.2, 1.8), findings.above(1.0), unmet=unmet)
+    assert held.verdict == HOLDS and not held.cause and not held.settle  # kept only when it does not hold
+    assert "cause" not in findings.claim_record(held)  # a record without a cause reads as before the field
+    with pytest.raises(ValueError, match="cause"):
+        findings.Unmet("the weather", "x", "y")
+    with pytest.raises(ValueError, match="does not hold"):
+        findings.Claim("S", "x", "m", 1.5, 1.2, 1.8, "x", "r", HOLDS, "", None, "the machine", "y")
+
+
 def test_every_report_prints_the_rules():
     made = findings.Findings("h", "text", (), (findings.not_comparable("S", "x", "m", "why"),))
     assert findings.RULES_HEADING in made.markdown and findings.RULES[0] in made.markdown

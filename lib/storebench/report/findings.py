@@ -275,11 +275,34 @@ def _finite(x) -> bool:
         return False
 
 
+# Where a "does not hold" comes from, when it is known (``Unmet.cause``, ``Claim.cause``).
+CAUSES = ("the machine", "a substitute", "the paper's setup", "unknown")
+
+
+@dataclass(frozen=True)
+class Unmet:
+    """What an analysis knows, before the verdict, about why a claim may not hold here: the ``cause``
+    (one of ``CAUSES``: this machine; a substitute we run for the paper's system or setting; the paper's
+    own setup, which we do not copy or which it does not describe; or unknown), ``because`` in words, and
+    what measurement would ``settle`` it. A claim carries it only when it does not hold."""
+    cause: str
+    because: str
+    settle: str
+
+    def __post_init__(self):
+        if self.cause not in CAUSES:
+            raise ValueError(f"cause {self.cause!r}: one of {', '.join(CAUSES)}")
+        if not self.settle:
+            raise ValueError("an Unmet says what would settle it")
+
+
 @dataclass(frozen=True)
 class Claim:
     """One statement of the paper, judged on one metric of ours: ``verdict`` is ``rule`` (kept as
     data in ``test``) applied to the 95% CI [``ci_low``, ``ci_high``]; ``why`` gives the reason when
-    there is no CI or the claim is not comparable."""
+    there is no CI or the claim is not comparable. A claim that does not hold says, where its analysis
+    knows, its ``cause`` (one of ``CAUSES``; ``why`` then says it in words) and what would ``settle`` it;
+    "" where not stated (findings files written before these fields read as that)."""
     reference: str  # where the paper says it (section, figure, table)
     statement: str  # what the paper says, in a sentence
     metric: str  # what of ours it is judged on (with the configuration)
@@ -291,10 +314,17 @@ class Claim:
     verdict: str
     why: str = ""
     test: dict | None = None  # Rule.spec(): the rule as data, to re-apply
+    cause: str = ""  # a "does not hold": where it comes from (CAUSES), "" if not stated
+    settle: str = ""  # a "does not hold": what would settle it
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise ValueError(f"verdict {self.verdict!r}: one of {', '.join(VERDICTS)}")
+        if self.cause and self.cause not in CAUSES:
+            raise ValueError(f"{self.statement!r}: cause {self.cause!r}, one of {', '.join(CAUSES)}")
+        if (self.cause or self.settle) and self.verdict != DOES_NOT_HOLD:
+            raise ValueError(f"{self.statement!r}: a cause and what would settle it belong to a claim that does "
+                             f"not hold, not to one that is {self.verdict!r}")
         if self.verdict == NOT_COMPARABLE and not self.why:
             raise ValueError(f"{self.statement!r}: not comparable needs its reason")
         if self.test is not None and self.verdict != NOT_COMPARABLE:
@@ -305,12 +335,22 @@ class Claim:
     def interval_text(self) -> str:
         return interval_text(self.value, self.ci_low, self.ci_high, self.unit)
 
+    def explanation(self) -> str:
+        """``why`` with, for a "does not hold", its cause and what would settle it, in one text."""
+        if self.verdict != DOES_NOT_HOLD:
+            return self.why
+        parts = [f"Cause: {self.cause or 'not stated'}." + (f" {self.why}" if self.why else "")]
+        if self.settle:
+            parts.append(f"Would settle it: {self.settle}")
+        return " ".join(parts)
+
 
 def judge(reference: str, statement: str, metric: str, value: float, interval, rule: Rule,
-          unit: str = "x") -> Claim:
+          unit: str = "x", unmet: Unmet | None = None) -> Claim:
     """A claim judged by ``rule`` on ``value`` with its 95% CI ``interval``: a Metric's
     (``judge_metric``), a (low, high) pair, or a symmetric half-width (only for a plain mean or a
-    difference, never for a ratio or a share); None: no CI."""
+    difference, never for a ratio or a share); None: no CI. ``unmet``: what is known of why it may not
+    hold, kept only if it does not."""
     if isinstance(interval, tuple):
         low, high = interval
     elif _finite(interval) and _finite(value):
@@ -319,13 +359,23 @@ def judge(reference: str, statement: str, metric: str, value: float, interval, r
         low = high = None
     low, high = _num(low), _num(high)
     verdict_, why = rule.judge(low, high)
-    return Claim(reference, statement, metric, _num(value), low, high, unit, rule.text(unit), verdict_, why, rule.spec())
+    claim = Claim(reference, statement, metric, _num(value), low, high, unit, rule.text(unit), verdict_, why,
+                  rule.spec())
+    return explained(claim, unmet)
 
 
-def judge_metric(reference: str, statement: str, metric: str, m: Metric, rule: Rule, unit: str | None = None
-                 ) -> Claim:
-    """A claim judged by ``rule`` on Metric ``m``'s value and 95% CI."""
-    claim = judge(reference, statement, metric, m.value, (m.ci_low, m.ci_high), rule, m.unit if unit is None else unit)
+def explained(claim: Claim, unmet: Unmet | None) -> Claim:
+    """``claim`` with ``unmet``'s cause, reason and settling measurement if it does not hold."""
+    if unmet is None or claim.verdict != DOES_NOT_HOLD:
+        return claim
+    return Claim(**{**asdict(claim), "cause": unmet.cause, "why": unmet.because, "settle": unmet.settle})
+
+
+def judge_metric(reference: str, statement: str, metric: str, m: Metric, rule: Rule, unit: str | None = None,
+                 unmet: Unmet | None = None) -> Claim:
+    """A claim judged by ``rule`` on Metric ``m``'s value and 95% CI (``unmet``: as ``judge``)."""
+    claim = judge(reference, statement, metric, m.value, (m.ci_low, m.ci_high), rule, m.unit if unit is None else unit,
+                  unmet)
     if not m.has_ci and m.why and claim.verdict == INCONCLUSIVE:
         claim = Claim(**{**asdict(claim), "why": m.why})
     return claim
@@ -362,8 +412,18 @@ class Findings:
         run["repeat_policy"] = policy_text(settings) if isinstance(run["repeats"], int) else None
         return {"experiment": experiment.name, "paper": experiment.paper, "reference": experiment.reference,
                 "question": experiment.question, "headline": self.headline.strip(), "markdown": self.markdown,
-                "metrics": [asdict(m) for m in self.metrics], "claims": [asdict(c) for c in self.claims],
+                "metrics": [asdict(m) for m in self.metrics], "claims": [claim_record(c) for c in self.claims],
                 "run": run}
+
+
+def claim_record(claim: Claim) -> dict:
+    """A claim as the findings file holds it: ``cause`` and ``settle`` only where stated (a file of a claim
+    without them reads exactly as one written before they existed)."""
+    record = asdict(claim)
+    for key in ("cause", "settle"):
+        if not record[key]:
+            del record[key]
+    return record
 
 
 def repeat_policy(settings: dict) -> RepeatPolicy:

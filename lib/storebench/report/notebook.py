@@ -172,7 +172,7 @@ def claims_table(findings: Findings) -> str:
         f"<tr><td {left}>{html.escape(c.reference)}</td><td {left}>{html.escape(c.statement)}</td>"
         f"<td {left}>{html.escape(c.metric)}</td><td {left}>{_interval(c)}</td><td {left}>{html.escape(c.rule)}</td>"
         f"<td style='text-align:left;vertical-align:top;color:{VERDICT_COLOURS[c.verdict]};font-weight:bold'>"
-        f"{c.verdict}</td><td {left}>{html.escape(c.why)}</td></tr>" for c in findings.claims)
+        f"{c.verdict}</td><td {left}>{html.escape(c.explanation())}</td></tr>" for c in findings.claims)
     head = "".join(f"<th {left}>{h}</th>" for h in ("paper", "statement", "judged on", "ours (95% CI)", "rule",
                                                      "verdict", "why"))
     return f"<div class='sb-scroll'><table class='sb-claims'><tr>{head}</tr>{rows}</table></div>" if rows else ""
