@@ -78,7 +78,7 @@ def test_a_claim_that_does_not_hold_carries_its_known_cause_and_what_would_settl
     failed = findings.judge("S", "x", "m", 0.5, (0.4, 0.6), findings.above(1.0), unmet=unmet)
     assert (failed.verdict, failed.cause, failed.why, failed.settle) == (
         DOES_NOT_HOLD, "the machine", "two cores shared by client and server", "a two-host run")
-    assert failed.explanation().startswith("Cause: the machine. two cores") and "Would settle it: a two-host" in \
+    assert failed.explanation().startswith("Cause: the machine. Two cores") and "Would settle it: a two-host" in \
         failed.explanation()
     held = findings.judge("S", "x", "m", 1.5, (1.2, 1.8), findings.above(1.0), unmet=unmet)
     assert held.verdict == HOLDS and not held.cause and not held.settle  # kept only when it does not hold

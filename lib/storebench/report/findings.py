@@ -339,7 +339,8 @@ class Claim:
         """``why`` with, for a "does not hold", its cause and what would settle it, in one text."""
         if self.verdict != DOES_NOT_HOLD:
             return self.why
-        parts = [f"Cause: {self.cause or 'not stated'}." + (f" {self.why}" if self.why else "")]
+        why = self.why[:1].upper() + self.why[1:]
+        parts = [f"Cause: {self.cause or 'not stated'}." + (f" {why}" if why else "")]
         if self.settle:
             parts.append(f"Would settle it: {self.settle}")
         return " ".join(parts)

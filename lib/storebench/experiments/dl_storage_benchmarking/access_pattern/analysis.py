@@ -9,7 +9,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import summarize
 from storebench.experiments.dl_storage_benchmarking.published import ACCESS_PATTERN_FINDINGS as P, SEED_003_MACHINE, table5
-from storebench.report.findings import Findings, above, judge_metric, not_comparable, product_rows, ratio_rows
+from storebench.report.findings import Findings, Unmet, above, judge_metric, not_comparable, product_rows, ratio_rows
 from storebench.report.tables import number
 
 # The seed's Table 5 curve each of our systems is compared with. FerretDB's `$in` reads and
@@ -316,6 +316,29 @@ def _times(summary: pd.DataFrame, system: str, location: str) -> pd.DataFrame:
     return part[part.access == "random"].set_index("samples_per_request")
 
 
+# Why a claim may not hold here (storebench.report.findings.Unmet)
+TWO_HOSTS = ("the same sweep with the client on another host over a LAN (docs/two-hosts.md), or through the "
+             "breakdown experiment's lan-1g network profile")
+RANDOM_PENALTY_UNMET = Unmet(
+    "the machine", "the data sits in memory or in the page cache here (disk-warm), so a random order loses no seek "
+    "and no read-ahead; the paper's penalty (~10%) came from reading its disks.",
+    "random vs sequential order at disk-cold (params.yaml access_pattern.locations) on a disk that seeks, like the "
+    "paper's HDD")
+BATCH_UNMET = Unmet(
+    "the machine", "client and server share two cores over loopback: a request's fixed cost, which batching saves, "
+    "is a few tens of microseconds here, not the paper's LAN round trip and per-query work, so per-sample costs "
+    "that batching keeps weigh more.", TWO_HOSTS)
+CONCURRENT_UNMET = Unmet(
+    "a substitute", "the MongoDB API's batch here is k single finds in flight (FerretDB's `$in` scans the whole "
+    "collection), each as costly as a lone find, overlapping on two shared cores; a mongod answers one `$in` per "
+    "batch from its `_id` index.", "the same sweep against a real mongod (params.yaml endpoints.mongodb-ferretdb: "
+    "a mongodb:// URI), measuring mongodb-api's `$in`")
+
+
+def _batch_unmet(system: str) -> Unmet:
+    return CONCURRENT_UNMET if system == "mongodb-api-concurrent" else BATCH_UNMET
+
+
 def claims(summary: pd.DataFrame) -> tuple:
     """Judged on the systems compared with the paper's curves (PAPER_CURVE), each at disk-warm where measured."""
     made = []
@@ -328,7 +351,8 @@ def claims(summary: pd.DataFrame) -> tuple:
         statement = "Random access one sample per request is about 10% slower than sequential."
         if 1 in rand.index and len(seq):
             m = ratio_rows(system, "random k=1 / sequential 1", rand.loc[1], seq.iloc[0])
-            made.append(judge_metric("Sec 5.2", statement, f"{label} {m.column}", m, above(1.0)))
+            made.append(judge_metric("Sec 5.2", statement, f"{label} {m.column}", m, above(1.0),
+                                     unmet=RANDOM_PENALTY_UNMET))
         else:
             made.append(not_comparable("Sec 5.2", statement, f"{label} random k=1 / sequential",
                                        f"{system} not measured at {where} at this scale"))
@@ -336,7 +360,8 @@ def claims(summary: pd.DataFrame) -> tuple:
             statement = f"Random batches of k={k} are about {paper_speedup:g}x faster than k=1."
             if {1, k} <= set(rand.index):
                 m = ratio_rows(system, f"random k=1 / k={k} time", rand.loc[1], rand.loc[k])
-                made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, rule))
+                made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, rule,
+                                         unmet=_batch_unmet(system)))
             else:
                 made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} random k=1 / k={k} time",
                                            f"{system} at k=1 and k={k} not measured at this scale "
@@ -347,7 +372,8 @@ def claims(summary: pd.DataFrame) -> tuple:
             # (t1 / tk) / (tk / t256) = t1 t256 / tk^2: the shared middle term counted once, squared
             m = product_rows(system, f"(k=1 / k={knee} speed-up) / (k={knee} / k=256 speed-up)",
                              (rand.loc[1], rand.loc[knee], rand.loc[256]), (1, -2, 1))
-            made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, above(1.0)))
+            made.append(judge_metric("Sec 5.2, Table 5", statement, f"{label} {m.column}", m, above(1.0),
+                                     unmet=_batch_unmet(system)))
         else:
             made.append(not_comparable("Sec 5.2, Table 5", statement, f"{label} gain before and after k={knee}",
                                        f"{system} at k=1, {knee} and 256 not measured at this scale"))
