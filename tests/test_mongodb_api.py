@@ -18,7 +18,8 @@ from conftest import value_for
 def test_version_names_the_backend(name, servers):
     svc = servers.get("mongodb-ferretdb")
     with get_store_class(name)(svc.endpoint(), namespace=f"version-{name}", service=svc) as store:
-        assert re.fullmatch(r"MongoDB API \(FerretDB v1\.\d+\.\d+, SQLite( \d[\d.]*)? backend\)", store.system_version())
+        assert re.fullmatch(r"MongoDB API \(FerretDB v1\.\d+\.\d+, SQLite( \d[\d.]*)? backend, _id lookup index added\)",
+                            store.system_version())
     assert svc.version().endswith("(SQLite backend)")
 
 
@@ -56,3 +57,31 @@ def test_in_statement_is_computed_from_the_rows(prepared_mnist, servers, tmp_pat
     assert f"one lookup per key as in mongod) it is {speed['mongodb-api-concurrent']:.1f}x." in text
     assert ap.mongodb_in_statement(rows[rows.system != "mongodb-api"]) == ""
     assert text in ap.analyse(tables).markdown
+
+
+@pytest.mark.server
+def test_lookup_index_serves_the_filter_ferretdb_pushes_down(servers):
+    """The index the store adds to FerretDB's SQLite table matches the `_id` filter FerretDB sends to SQLite
+    (an index search, not a scan); upserts go through it; an external endpoint is left as it is."""
+    import sqlite3
+    from contextlib import closing
+
+    svc = servers.get("mongodb-ferretdb")
+    store = get_store_class("mongodb-api")(svc.endpoint(), namespace="lookup", service=svc)
+    try:
+        store.put_many((k, value_for(k)) for k in range(20))
+        store.put_many([(3, b"new")])
+        assert store.get(3) == b"new" and store.get_many([19, 0]) == [value_for(19), value_for(0)]
+        with closing(sqlite3.connect(store._sqlite_file())) as db:
+            table = db.execute("SELECT table_name FROM _ferretdb_collections WHERE name = 'lookup'").fetchone()[0]
+            plan = db.execute(f"""EXPLAIN QUERY PLAN SELECT _ferretdb_sjson FROM "{table}"
+                                  WHERE _ferretdb_sjson->'$._id' = '000000000003'""").fetchall()
+        assert "USING INDEX" in str(plan), plan
+    finally:
+        store.clear()
+        store.close()
+    external = get_store_class("mongodb-api")(svc.endpoint(), namespace="lookup")
+    try:
+        assert not external.lookup_index and "lookup index" not in external.system_version()
+    finally:
+        external.close()

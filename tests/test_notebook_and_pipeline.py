@@ -129,11 +129,21 @@ def test_format_analysis_is_pure_and_judges_the_paper(tmp_path):
 @pytest.mark.slow
 @pytest.mark.usefixtures("default_ports_free")
 def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
-    rows, _ = check_contract_report(tmp_path, "granularity")
+    rows, recorded = check_contract_report(tmp_path, "granularity")
     coarse = rows[(rows.samples_per_object > 1) & (rows.access == "random")]
     assert (coarse.bytes >= coarse.needed_bytes).all() and (coarse.bytes > coarse.needed_bytes).any()
     whole = rows[(rows.access == "random-objects") & (rows.samples_per_request % rows.samples_per_object == 0)]
     assert (whole.bytes == whole.needed_bytes).all()
+    # TileDB and TensorStore: k samples per cell / entry (bytes), and k samples per tile / chunk (arrays)
+    assert {"tiledb", "tensorstore", "tiledb-array", "tensorstore-zarr"} <= set(rows.system)
+    arrays = rows[rows.format == "array"]
+    assert set(arrays.system) == {"tiledb-array", "tensorstore-zarr"}
+    for spo, group in arrays.groupby("samples_per_object"):
+        assert group.client_config.str.contains(f"; {spo} samples per (?:tile|chunk)").all()
+    assert rows[rows.system == "tiledb"].client_config.str.contains("cells per tile").all()
+    assert "Rows per cell on TileDB and TensorStore" in (tmp_path / "granularity.html").read_text()
+    for claim in recorded["claims"]:
+        assert claim["verdict"] != "does not hold" or (claim["cause"] and claim["settle"])
 
 
 @pytest.mark.slow

@@ -147,6 +147,31 @@ def test_array_store_out_of_range(array_store, small_dataset):
         array_store.read(np.array([300]))
 
 
+@pytest.mark.parametrize("name", [n for n in STORES if get_store_class(n).capabilities.array_native])
+def test_array_layout_chunks_the_sample_axis_by_samples_per_object(name, tmp_path, small_dataset):
+    """Granularity on an array layout: ``layout_for(k)`` makes tiles / chunks of k samples (what a read
+    fetches whole); reads stay exact whatever the chunk, the last one partial."""
+    cls = get_store_class(name)
+    with cls(tmp_path / name, **cls.layout_for(7)) as store:
+        store.write(small_dataset.images, small_dataset.labels)
+        idx = np.array([299, 0, 6, 7, 150])
+        images, labels = store.read(idx)
+        assert np.array_equal(images, small_dataset.images[idx]) and np.array_equal(labels, small_dataset.labels[idx])
+        extent = (store.images.schema.domain.dim(0).tile if name == "tiledb-array"
+                  else store.images.chunk_layout.read_chunk.shape[0])
+        assert extent == store.samples_per_chunk == 7 and "7 samples per" in store.client_config()
+    with pytest.raises(ValueError, match="samples_per_chunk"):
+        cls(tmp_path / "bad", samples_per_chunk=0)
+
+
+def test_tiledb_cells_of_several_samples_keep_a_tile_near_64_samples(tmp_path):
+    cls = get_store_class("tiledb")
+    assert [cls.layout_for(k) for k in (1, 16, 64, 256)] == [{"tile": 64}, {"tile": 4}, {"tile": 1}, {"tile": 1}]
+    with cls(tmp_path / "t", **cls.layout_for(16)) as store:
+        assert store.array.schema.capacity == 4 and "4 cells per tile" in store.client_config()
+    assert get_store_class("redis").layout_for(16) == {}  # one object is the unit already
+
+
 def test_array_store_survives_reopen(array_store, small_dataset):
     array_store.write(small_dataset.images, small_dataset.labels)
     array_store.reopen()

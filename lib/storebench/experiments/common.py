@@ -48,10 +48,11 @@ class Run:
 
 @contextmanager
 def loaded_reader(system: str, location: str, dataset: Dataset, format: str, samples_per_object: int,
-                  progress: bool = True, services: ServicePool | None = None):
+                  progress: bool = True, services: ServicePool | None = None, options: dict | None = None):
     """A reader over ``system`` at ``location`` holding ``dataset``; the store is emptied after.
+    ``options``: the store's own (e.g. its ``layout_for(samples_per_object)``).
     A failed ingest is a MeasurementFailed naming the system and what to do."""
-    with open_system(system, location, services) as store:
+    with open_system(system, location, services, **(options or {})) as store:
         try:
             if store.capabilities.array_native:
                 reader = ArrayReader.ingest(store, dataset, progress=progress)
@@ -155,10 +156,12 @@ def system_locations(systems, locations, run: Run) -> list[tuple[str, str]]:
 
 def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], samples_per_object: list[int],
           plan: Callable[[int, int], list[Workload]], progress: bool = True,
-          on_loaded: Callable[..., None] | None = None) -> None:
+          on_loaded: Callable[..., None] | None = None, layout: bool = False) -> None:
     """Measure ``plan(n_samples, samples_per_object)`` for every system x location x dataset x format x
     granularity, ingesting once per combination; one local server runs at a time. ``on_loaded(reader,
     location=, dataset=, format=, samples_per_object=)`` runs after each ingest (e.g. disk usage).
+    ``layout``: open each store with its ``layout_for(samples_per_object)`` (the array layouts' chunks along
+    the sample axis hold that many samples; elsewhere they keep their defaults).
     Servers at ``disk-cold`` only on ``config["restart_datasets"]`` (default: all; see restart_skipped)."""
     from storebench.data import datasets as data
 
@@ -174,8 +177,9 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
                 run.skipped.append(Skipped(system, location, f"every workload on {name}", why_not))
                 continue
             try:
+                options = get_store_class(system).layout_for(spo) if layout else None
                 with loaded_reader(system, location, loaded[name], fmt, spo, progress=progress,
-                                   services=services) as reader:
+                                   services=services, options=options) as reader:
                     if on_loaded:
                         on_loaded(reader, location=location, dataset=name, format=fmt, samples_per_object=spo)
                     for workload in plan(len(loaded[name]), spo):

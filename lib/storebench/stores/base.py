@@ -92,6 +92,12 @@ class Store(ABC):
         extensions it really uses): stores whose client has speed options say which are on."""
         return f"{self.client_package} {package_version(self.client_package)}, as installed"
 
+    @classmethod
+    def layout_for(cls, samples_per_object: int) -> dict:
+        """Options that make the system's own unit of reading follow ``samples_per_object`` (the
+        granularity experiment opens the store with them): {} where one object is already that unit."""
+        return {}
+
     def __enter__(self):
         return self
 
@@ -140,14 +146,25 @@ class ServerStore(Store):
 
 
 class ArrayStore(ABC):
-    """A store of decoded tensors read by sample index (TileDB/TensorStore array layouts)."""
+    """A store of decoded tensors read by sample index (TileDB/TensorStore array layouts).
+
+    The sample axis is cut into chunks (TileDB tiles, zarr chunks) of ``samples_per_chunk`` samples, the
+    unit the store reads and writes: a read of one sample fetches its whole chunk. It is the array
+    layouts' samples per object (``layout_for``)."""
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
     client_package: ClassVar[str]
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, samples_per_chunk: int = 64):
         self.root = Path(root)
+        if int(samples_per_chunk) < 1:
+            raise ValueError(f"samples_per_chunk must be >= 1, got {samples_per_chunk}")
+        self.samples_per_chunk = int(samples_per_chunk)
+
+    @classmethod
+    def layout_for(cls, samples_per_object: int) -> dict:
+        return {"samples_per_chunk": samples_per_object}
 
     @abstractmethod
     def write(self, images: np.ndarray, labels: np.ndarray) -> None:
@@ -164,13 +181,17 @@ class ArrayStore(ABC):
     @abstractmethod
     def clear(self) -> None: ...
 
+    def client_config(self) -> str:
+        return (f"{self.client_package} {package_version(self.client_package)}, as installed; "
+                f"{self.samples_per_chunk} samples per {self.chunk_name}")
+
+    chunk_name: ClassVar[str] = "chunk"  # what the system calls its unit along the sample axis
     files = Store.files
     disk_usage = Store.disk_usage
     flush = Store.flush
     reopen = Store.reopen
     close = Store.close
     system_version = Store.system_version
-    client_config = Store.client_config
     __enter__ = Store.__enter__
     __exit__ = Store.__exit__
 

@@ -31,7 +31,7 @@ class NotSupported(Exception):
 @dataclass(frozen=True)
 class Fetched:
     n_samples: int
-    n_bytes: int  # bytes received (object bytes, or tensor bytes)
+    n_bytes: int  # bytes read: the objects received, or for an array store the whole chunks its read touched
     needed_bytes: int  # bytes of the samples the request asked for
 
 
@@ -120,11 +120,15 @@ def _needed_bytes(request: Request, sizes: np.ndarray, samples_per_object: int, 
 
 
 class ArrayReader:
-    """Reads decoded tensors by sample index from an array-native store."""
+    """Reads decoded tensors by sample index from an array-native store. Its objects are the store's
+    chunks along the sample axis (``samples_per_object`` = the store's ``samples_per_chunk``): a read
+    fetches the whole chunks holding the samples it asks for (uncompressed chunks: the bytes of their
+    files), which is what ``verify`` counts as read."""
 
     def __init__(self, store: ArrayStore, dataset: Dataset):
         self.store, self.dataset = store, dataset
-        self.format, self.samples_per_object = None, 1
+        self.format, self.samples_per_object = None, store.samples_per_chunk
+        self.sample_bytes = int(dataset.images[0].nbytes + dataset.labels[:1].nbytes) if len(dataset) else 0
 
     @classmethod
     def ingest(cls, store: ArrayStore, dataset: Dataset, progress: bool = True) -> "ArrayReader":
@@ -145,8 +149,9 @@ class ArrayReader:
         if not (np.array_equal(images, self.dataset.images[samples])
                 and np.array_equal(labels, self.dataset.labels[samples])):
             raise VerificationError(f"{self.store.name}: tensors differ from what was written")
-        size = images.nbytes + labels.nbytes
-        return Fetched(len(samples), size, size)
+        chunks = len(np.unique(samples // self.samples_per_object))
+        return Fetched(len(samples), chunks * self.samples_per_object * self.sample_bytes,
+                       images.nbytes + labels.nbytes)
 
     def decode(self, request: Request, payload) -> int:
         return len(payload[1])  # already decoded tensors: nothing to do

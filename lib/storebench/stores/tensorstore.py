@@ -2,8 +2,9 @@
 
 - ``tensorstore``: its key-value layer (``kvstore`` on the ``file`` driver), one entry per
   object; a batch is every read issued at once and awaited together (futures).
-- ``tensorstore-zarr``: array-native: a zarr uint8 image array chunked along samples and a
-  zarr label array, read by index (outer indexing) or in full.
+- ``tensorstore-zarr``: array-native: a zarr uint8 image array chunked along samples
+  (``samples_per_chunk`` per chunk, one file each) and a zarr label array chunked alike, read by
+  index (outer indexing) or in full.
 """
 from __future__ import annotations
 
@@ -75,9 +76,8 @@ class TensorStoreZarrStore(ArrayStore):
     capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False, array_native=True)
     client_package = "tensorstore"
 
-    def __init__(self, root, chunk: int = 64):
-        super().__init__(root)
-        self.chunk = chunk
+    def __init__(self, root, samples_per_chunk: int = 64):
+        super().__init__(root, samples_per_chunk)
         self.images = self.labels = None
         if (self.root / "images" / ".zarray").exists():
             self._open()
@@ -93,7 +93,7 @@ class TensorStoreZarrStore(ArrayStore):
         self.clear()
         self.root.mkdir(parents=True, exist_ok=True)
         n = len(images)
-        chunk = min(self.chunk, n)
+        chunk = min(self.samples_per_chunk, n)
         img = ts.open(self._spec("images", metadata={"shape": list(images.shape), "dtype": "|u1", "compressor": None,
                                                       "chunks": [chunk, *images.shape[1:]]}), create=True).result()
         lbl = ts.open(self._spec("labels", metadata={"shape": [n], "dtype": "|u1", "compressor": None,

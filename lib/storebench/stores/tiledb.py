@@ -3,7 +3,8 @@
 - ``tiledb``: bytes per cell: a sparse 1-D array keyed by object index with one variable-
   length bytes attribute (the encoded object), read by point multi-index.
 - ``tiledb-array``: array-native: a dense uint8 image array (sample, row, col[, channel])
-  and a dense uint8 label array in one directory, read by index or slice.
+  and a dense uint8 label array in one directory, read by index or slice; ``samples_per_chunk``
+  samples per tile along the sample axis.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import tiledb
 from storebench.stores.base import ArrayStore, Capabilities, Store, check_key
 
 _MAX_KEY = 2**40
+TILE_SAMPLES = 64  # samples per data tile the bytes layout aims at, whatever the samples per cell
 
 
 def _version() -> str:
@@ -43,7 +45,7 @@ class TileDBStore(Store):
     capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False)
     client_package = "tiledb"
 
-    def __init__(self, root, tile: int = 64, read_ahead_cache_bytes: int | None = None):
+    def __init__(self, root, tile: int = TILE_SAMPLES, read_ahead_cache_bytes: int | None = None):
         super().__init__(root)
         self.tile = tile  # also the sparse tile capacity: a point read decodes one whole tile
         self.read_ahead_cache_bytes = read_ahead_cache_bytes
@@ -126,15 +128,24 @@ class TileDBStore(Store):
     def system_version(self):
         return _version()
 
+    def client_config(self):
+        return f"{super().client_config()}; sparse, {self.tile} cells per tile"
+
+    @classmethod
+    def layout_for(cls, samples_per_object: int) -> dict:
+        """A point read decodes a whole tile: with k samples per cell, a tile of 64 // k cells keeps the
+        bytes a read decodes near 64 samples' (one cell per tile from 64 samples per cell on)."""
+        return {"tile": max(1, TILE_SAMPLES // samples_per_object)}
+
 
 class TileDBArrayStore(ArrayStore):
     name = "tiledb-array"
     capabilities = Capabilities(native_multi_get=True, full_scan=True, in_memory_only=False, array_native=True)
     client_package = "tiledb"
+    chunk_name = "tile"
 
-    def __init__(self, root, tile: int = 64):
-        super().__init__(root)
-        self.tile = tile
+    def __init__(self, root, samples_per_chunk: int = TILE_SAMPLES):
+        super().__init__(root, samples_per_chunk)
         self.ctx = tiledb.Ctx()
         self.images_uri = str(self.root / "images")
         self.labels_uri = str(self.root / "labels")
@@ -151,7 +162,7 @@ class TileDBArrayStore(ArrayStore):
         self.clear()
         self.root.mkdir(parents=True, exist_ok=True)
         n = len(images)
-        dims = [tiledb.Dim(name="sample", domain=(0, n - 1), tile=min(self.tile, n), dtype=np.uint64)]
+        dims = [tiledb.Dim(name="sample", domain=(0, n - 1), tile=min(self.samples_per_chunk, n), dtype=np.uint64)]
         for axis, extent in zip(("row", "col", "channel"), images.shape[1:]):
             dims.append(tiledb.Dim(name=axis, domain=(0, extent - 1), tile=extent, dtype=np.uint64))
         tiledb.Array.create(self.images_uri, tiledb.ArraySchema(
