@@ -59,7 +59,7 @@ def test_cassandra_scale_runs_two_ranks_at_smoke_scale(tmp_path):
 def test_saturation_is_where_more_loaders_stop_raising_the_mb_per_s():
     import pandas as pd
 
-    from storebench.experiments.cassandra_dl.cassandra_loader.analysis import saturation
+    from storebench.experiments.cassandra_dl.cassandra_loader.saturation import saturation
 
     runs = pd.DataFrame({"loaders": [1, 1, 2, 2, 4, 4], "mb_per_s": [100, 110, 190, 200, 205, 200]})
     found = saturation(runs, 0.1)

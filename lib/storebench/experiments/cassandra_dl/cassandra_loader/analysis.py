@@ -2,20 +2,19 @@
 loader feed") from its recorded tables: ours beside the seed's, and the paper's claims judged."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import pandas as pd
 
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci, ratio_interval
 from storebench.experiments.cassandra_dl import published as paper004
+from storebench.experiments.cassandra_dl.cassandra_loader.saturation import SATURATION_GAIN, Saturation, saturation
 from storebench.report.findings import (MACHINE, UNKNOWN, Cause, Findings, Metric, above, below, judge_metric,
                                         not_comparable, ratio)
 
 
 EXPERIMENT = "cassandra_loader"
 CASSANDRA = "cassandra"  # the seed's loader: async single-partition reads of data_by_uuid
-SATURATION_GAIN = 0.10  # runs recorded before saturation_gain was a setting: the margin they are read with
 PERCENTILES = ["p50", "p75", "p95", "p98", "p99"]
 SHARED_CORES = Cause(MACHINE, "the loaders and the server share this VM's cores, so more load queues for the CPU "
                      "and the server is saturated by CPU, not by its network as the seed's was (10 GbE)",
@@ -40,39 +39,6 @@ def table1(batches: pd.DataFrame) -> pd.DataFrame:
                                 "mb_per_s": "seed_mb_per_s"})[["encoding", "batch_size", "seed_ms_per_batch",
                                                               "seed_images_per_s", "seed_mb_per_s"]]
     return ours.merge(seed, on=["encoding", "batch_size"], how="left")
-
-
-@dataclass(frozen=True)
-class Saturation:
-    """Where adding loader processes stopped raising the MB/s the server delivers: ``saturated`` is the
-    first count whose mean aggregate MB/s gained less than ``gain`` over the count before it (more
-    loaders, no more MB/s: the server is saturated there), ``knee`` that count before it (the fewest
-    loaders reaching the plateau); both None while the MB/s kept rising (or one count only)."""
-    mb_per_s: pd.Series  # mean aggregate MB/s per loader count, ascending
-    gain: float
-    knee: int | None = None
-    saturated: int | None = None
-
-    def text(self) -> str:
-        counts = ", ".join(f"{n} loader{'s' if n > 1 else ''} {mb:,.0f}" for n, mb in self.mb_per_s.items())
-        if self.saturated is None:
-            return (f"MB/s {counts}: still rising by at least {self.gain:.0%} at {int(self.mb_per_s.index[-1])} "
-                    f"loader(s), no saturation reached")
-        step = self.mb_per_s[self.saturated] / self.mb_per_s[self.knee] - 1
-        where = ("one loader already saturates this machine" if self.knee == 1
-                 else f"saturation at {self.knee} loaders")
-        return (f"MB/s {counts}: {self.knee} -> {self.saturated} loaders changed it by {step:+.0%} (less than the "
-                f"stated {self.gain:.0%}): {where}")
-
-
-def saturation(latency: pd.DataFrame, gain: float) -> Saturation:
-    """The saturation point of one encoding's latency runs (see ``Saturation``); the measurement stops its
-    sweep there, and the analysis reads the percentiles there."""
-    means = latency.groupby("loaders").mb_per_s.mean().sort_index() if len(latency) else pd.Series(dtype=float)
-    for before, after in zip(means.index, means.index[1:]):
-        if means[after] < (1 + gain) * means[before]:
-            return Saturation(means, gain, int(before), int(after))
-    return Saturation(means, gain)
 
 
 def table2(latency: pd.DataFrame, gain: float = SATURATION_GAIN) -> pd.DataFrame:

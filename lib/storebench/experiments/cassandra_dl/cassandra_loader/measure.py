@@ -11,7 +11,7 @@ Sec 5.2's "how many GPUs does a loader feed").
 - **server latency under load, up to saturation**: 1, 2, 4, ... loader PROCESSES (the counts of
   ``latency_loaders``, ascending) reading batches of ``latency_batch`` for ``latency_seconds``, each
   count ``latency_repeats`` times; the sweep stops at the first count whose mean aggregate MB/s
-  gains less than ``saturation_gain`` over the previous count's (``analysis.saturation``: the
+  gains less than ``saturation_gain`` over the previous count's (``saturation.saturation``: the
   server is saturated there). Read-latency percentiles from ``nodetool tablehistograms`` of a table
   no other run touched (its histogram holds these reads only), and the MB/s served meanwhile.
 - **accelerators fed**: emulated accelerators (threads that take a batch and sleep its compute
@@ -55,7 +55,7 @@ from storebench.stores.base import package_version
 from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci
 from storebench.experiments.common import Skipped, record_skipped
-from storebench.experiments.cassandra_dl.cassandra_loader.analysis import saturation
+from storebench.experiments.cassandra_dl.cassandra_loader.saturation import saturation
 
 EXPERIMENT = "cassandra_loader"
 LOCATION = "disk-warm"
@@ -203,7 +203,7 @@ def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int
 def latency_sweep(endpoint: dict, service, images: imagesets.ImageSet, config: dict, work: Path) -> list[dict]:
     """Table 2 up to saturation: each count of ``latency_loaders`` in turn, ``latency_repeats`` runs
     each; stops after the first count at which the mean aggregate MB/s stopped rising by
-    ``saturation_gain`` (``analysis.saturation``: the server is saturated there)."""
+    ``saturation_gain`` (``saturation.saturation``: the server is saturated there)."""
     rows = []
     for loaders in config["latency_loaders"]:
         rows += [latency_under_load(endpoint, service, images, loaders, repeat, config, work)
