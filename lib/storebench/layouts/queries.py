@@ -46,6 +46,17 @@ class Condition:
             return values.str.endswith(self.value).to_numpy()
         return {">=": values >= self.value, "<": values < self.value, ">": values > self.value}[self.op].to_numpy()
 
+    def may_match(self, low, high) -> bool:
+        """Whether a row group whose ``column`` lies in [low, high] (its min/max statistics) may hold a
+        match: what a reader that prunes by statistics must read. A suffix match cannot be pruned so."""
+        if self.op == "=":
+            return low <= self.value <= high
+        if self.op == "in":
+            return any(low <= v <= high for v in self.value)
+        if self.op == "like-suffix":
+            return True
+        return {">=": high >= self.value, "<": low < self.value, ">": high > self.value}[self.op]
+
     def sql(self) -> str:
         column = "CAST(width AS DOUBLE) / CAST(height AS DOUBLE)" if self.column == "aspect" else self.column
         if self.op == "=":

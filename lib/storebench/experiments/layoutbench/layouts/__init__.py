@@ -9,3 +9,9 @@ EXPERIMENT = Experiment(
 # The vocabulary both steps share (measure writes these labels, analysis reads them).
 UNLIMITED = "unlimited"
 FOOTPRINT_QUERY = "Q0"  # storebench.layouts.queries.FOOTPRINT: what a client needs before any data
+FOOTPRINT_TIER = "footprint"  # the rows of the fresh clients that measured a layout's footprint (Q0, no limit)
+
+
+def memory_tier_name(multiple: float) -> str:
+    """A memory tier's label: its limit as a multiple of the layout's measured client footprint."""
+    return f"{multiple:g}x footprint"
