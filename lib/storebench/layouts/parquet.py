@@ -117,6 +117,9 @@ class ParquetBlobs(Layout):
                                      "threads": self.duckdb_threads})
         con.execute(f"LOAD '{httpfs_extension()}'")
         con.execute("SET enable_external_file_cache = false")
+        if self.machine_memory_bytes is not None:  # DuckDB's default: 80% of the machine's memory
+            con.execute(f"SET memory_limit = '{int(0.8 * self.machine_memory_bytes) // 2**20}MiB'")
+            con.execute(f"SET temp_directory = '{self.index_dir / 'duckdb-spill'}'")
         host = f"{self.place.endpoint['host']}:{self.place.endpoint['port']}"
         con.execute(f"CREATE SECRET (TYPE s3, KEY_ID '{self.place.endpoint['access_key']}', "
                     f"SECRET '{self.place.endpoint['secret_key']}', ENDPOINT '{host}', URL_STYLE 'path', "

@@ -3,7 +3,8 @@ it and an OOM kill loses nothing already measured).
 
     python -m storebench.experiments.layoutbench.layout_client SPEC.json
 
-SPEC names the layout (and its options), the S3 place to read through, the tier's metadata file,
+SPEC names the layout (and its options), the S3 place to read through, the tier's metadata file, the
+memory limit it runs under (an engine that sizes itself by the machine's memory is told it),
 the plan (``[repeat, query]`` pairs, in order, each run once), optionally a repeat policy with the
 queries to measure under it (after the plan), and the wiretap's counter file. The client prints
 ``started`` before it imports anything and waits for a line on stdin (the parent moves it into a
@@ -62,6 +63,7 @@ def run(spec: dict) -> None:
     meta = pd.read_parquet(spec["meta"])
     place = S3Place(spec["endpoint"], spec["bucket"], spec["prefix"])
     layout = get_layout(spec["layout"])(place, Path(spec["index_dir"]), **spec.get("options", {}))
+    layout.machine_memory_bytes = spec.get("memory_limit")
     counters = Path(spec["counter_file"])
     with open(spec["out"], "a") as out:
         def record(row: dict) -> dict:

@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from storebench.experiments.layoutbench.layouts import FOOTPRINT_QUERY, FOOTPRINT_TIER, UNLIMITED, memory_tier_name
+from storebench.experiments.layoutbench.layouts import (FOOTPRINT_QUERY, FOOTPRINT_TIER, UNLIMITED, memory_tier_name,
+                                                        primary_server, profiles_by_rate)
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import MIN_BOOTSTRAP, bootstrap, mean_ci
 from storebench.experiments.layoutbench import published as paper002
@@ -28,6 +29,11 @@ SHORT = {"L1-objects": "L1", "L2-tar": "L2", "L3-parquet": "L3", "L3-parquet-sor
 # Q8 (2,311 images at mini, 17x the next largest) is large, the rest of Q5-Q9 mid. By the seed's own
 # counts Q8 is the only query beyond 133 images at mini, so "large" rests on one query there too.
 SIZE_GROUPS = {"small": ("Q1", "Q2", "Q3", "Q4", "Q10", "Q11"), "mid": ("Q5", "Q6", "Q7", "Q9"), "large": ("Q8",)}
+
+
+def _base(config: dict) -> str:
+    """The slowest bandwidth tier measured (the t3 instances'): where the verdicts are made."""
+    return profiles_by_rate(config["net_profiles"])[0]
 
 
 def size_class(query: str) -> str:
@@ -122,8 +128,8 @@ def costs(rows: pd.DataFrame, config: dict, instance: str = "t3.medium", profile
     """Finding #4's form: network and compute cost (USD) of running every query once, per layout, on
     ``instance`` (at ``profile``, default the slowest bandwidth tier, the t3s'), each with its 95% CI; the
     compute time is the seed's (T / the profile's time scale). Queries that did not finish are left out."""
-    profile = profile or config["net_profiles"][0]
-    part = rows[(rows.server == config["servers"][0]) & (rows.net_profile == profile) & (rows.memory_tier == UNLIMITED)]
+    profile = profile or _base(config)
+    part = rows[(rows.server == primary_server(config)) & (rows.net_profile == profile) & (rows.memory_tier == UNLIMITED)]
     price = config["instance_usd_per_hour"][instance]
     out = []
     for layout, samples in _cost_samples(part, config, price).items():
@@ -146,8 +152,8 @@ def cost_ratio(rows: pd.DataFrame, config: dict, a: str, b: str | list, instance
                profile: str | None = None, what: str = "total") -> tuple[float, float, float]:
     """C(a) / C(b) (b: a layout, or a list of layouts whose cheaper one, by point estimate, is taken),
     the total (or ``what`` = "network share": C_network / C_total of ``a``), with its 95% CI."""
-    profile = profile or config["net_profiles"][0]
-    part = rows[(rows.server == config["servers"][0]) & (rows.net_profile == profile) & (rows.memory_tier == UNLIMITED)]
+    profile = profile or _base(config)
+    part = rows[(rows.server == primary_server(config)) & (rows.net_profile == profile) & (rows.memory_tier == UNLIMITED)]
     samples = _cost_samples(part, config, config["instance_usd_per_hour"][instance])
     nan = (float("nan"),) * 3
     if a not in samples:
@@ -203,7 +209,7 @@ def crossover(table: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
 def bandwidth_scaling(table: pd.DataFrame, config: dict, counts: pd.DataFrame) -> pd.DataFrame:
     """Per layout: T at the slowest tier / T at the fastest, over mid and large queries (the link
     rates differ 4x: 4.0 = bound by bandwidth, 1.0 = not at all)."""
-    profiles = [p for p in config["net_profiles"] if p in set(table.net_profile)]
+    profiles = [p for p in profiles_by_rate(config["net_profiles"]) if p in set(table.net_profile)]
     if len(profiles) < 2:
         return pd.DataFrame()
     names = [q for q in once(counts, ["query"])["query"] if size_class(q) != "small"]
@@ -219,7 +225,7 @@ def bandwidth_scaling(table: pd.DataFrame, config: dict, counts: pd.DataFrame) -
 def memory_order(config: dict, table: pd.DataFrame | None = None) -> list[str]:
     """The memory tiers' labels, smallest first (from the settings; tables of older runs: as recorded)."""
     if "memory_tiers" in config:
-        return [memory_tier_name(m) for m in config["memory_tiers"]]
+        return [memory_tier_name(m) for m in sorted(set(config["memory_tiers"]))]
     seen = [] if table is None else list(dict.fromkeys(table.memory_tier))
     return [t for t in seen if t not in (UNLIMITED, FOOTPRINT_TIER)]
 
@@ -258,7 +264,9 @@ def footprints(rows: pd.DataFrame, config: dict) -> pd.DataFrame:
         footprint = float(g.footprint_bytes.max() if "footprint_bytes" in g else g.peak_bytes.max())
         row = {"server": server, "layout": layout, "footprint_mib": footprint / 2**20,
                "footprint_runs_mib": ", ".join(f"{v / 2**20:.1f}" for v in g.peak_bytes)}
-        row.update({f"{memory_tier_name(m)} limit_mib": m * footprint / 2**20 for m in config.get("memory_tiers", [])})
+        tiers = rows[(rows.server == server) & (rows.layout == layout) & rows.memory_limit_bytes.notna()]
+        row.update({f"{tier} limit_mib": float(g.memory_limit_bytes.max()) / 2**20
+                    for tier, g in tiers.groupby("memory_tier", sort=False)})
         mine = limited[(limited.server == server) & (limited.layout == layout)]
         if len(mine):
             top = mine.loc[mine.peak_bytes.idxmax()]
@@ -276,9 +284,9 @@ def row_group_reads(rowgroups: pd.DataFrame, table: pd.DataFrame, config: dict, 
     excluded) near 1 means DuckDB pruned as far as the statistics allow; well above 1, it read more."""
     if rowgroups is None or rowgroups.empty:
         return pd.DataFrame()
-    profile = profile or config["net_profiles"][0]
+    profile = profile or _base(config)
     rowgroups = once(rowgroups, ["layout", "query"])
-    measured = table[(table.server == config["servers"][0]) & (table.net_profile == profile)
+    measured = table[(table.server == primary_server(config)) & (table.net_profile == profile)
                      & (table.memory_tier == UNLIMITED)].set_index(["layout", "query"]).bytes_down
     out = rowgroups[rowgroups["query"] != FOOTPRINT_QUERY].copy()
     out["bytes_down"] = [measured.get((l, q), float("nan")) for l, q in zip(out.layout, out["query"])]
@@ -296,7 +304,7 @@ def _fmt(x: float, unit: str = "x") -> str:
 def server_comparison(table: pd.DataFrame, config: dict) -> pd.DataFrame:
     """Per other server, profile and layout: T(server) / T(first server), geometric mean over the
     queries, and bytes received over the first server's (the layout's bytes should not change)."""
-    first = config["servers"][0]
+    first = primary_server(config)
     part = table[table.memory_tier == UNLIMITED]
     base = part[part.server == first].set_index(["net_profile", "layout", "query"]).sort_index()
     out = []
@@ -318,13 +326,13 @@ def _describe_tier(counts: pd.DataFrame, config: dict) -> str:
 
 def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFrame, claims: tuple = (),
              metrics: tuple = ()) -> Findings:
-    everything, table = table, table[table.server == config["servers"][0]]
+    everything, table = table, table[table.server == primary_server(config)]
 
-    base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
+    base = _base(config) if config["net_profiles"] else table.net_profile.iloc[0]
     cross = crossover(table, counts)
     at = cross[cross.net_profile == base].set_index("size") if len(cross) else cross
     scale = int(rows["net_time_scale"].max()) if "net_time_scale" in rows and rows["net_time_scale"].notna().any() else 1
-    lines = [f"Server {config['servers'][0]}; {_describe_tier(counts, config)}. Retrieval sizes as the seed's figures "
+    lines = [f"Server {primary_server(config)}; {_describe_tier(counts, config)}. Retrieval sizes as the seed's figures "
              "group them (small: " + ", ".join(SIZE_GROUPS["small"]) + "; mid: " + ", ".join(SIZE_GROUPS["mid"])
              + "; large: Q8). " + (f"Every network profile runs {scale}x slower in time than the link it stands for "
                                    f"(rate / {scale}, latency x {scale}), so the latency/bandwidth balance is the seed's; "
@@ -391,7 +399,7 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
     servers = server_comparison(everything, config)
     if not servers.empty:
         lines += [f"**The server, not the layout**: the same layouts on {', '.join(servers.server.unique())} vs "
-                  f"{config['servers'][0]}, T ratio (geometric mean over the queries) "
+                  f"{primary_server(config)}, T ratio (geometric mean over the queries) "
                   + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.t_ratio)} at {r.net_profile}"
                               for r in servers.itertuples())
                   + "; bytes received " + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.bytes_ratio)}"
@@ -424,7 +432,7 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
     from storebench.report import plots
 
     unlimited = table[table.memory_tier == UNLIMITED]
-    profiles = list(dict.fromkeys(unlimited.net_profile))
+    profiles = profiles_by_rate(unlimited.net_profile)
     queries = [q for q in config["queries"] if q in set(table["query"])]
     fig, axes = plt.subplots(2, max(len(profiles), 2), figsize=(5.2 * max(len(profiles), 2), 8.5), squeeze=False)
     for ax, profile in zip(axes[0], profiles):
@@ -483,10 +491,10 @@ def analyse(tables: ResultTables) -> Findings:
 
 def figures(tables: ResultTables) -> dict:
     config, table, rows = tables.settings, summary(tables[EXPERIMENT]), tables[EXPERIMENT]
-    rows = rows[(rows.server == config["servers"][0]) & ~rows.memory_tier.isin([UNLIMITED, FOOTPRINT_TIER])]
+    rows = rows[(rows.server == primary_server(config)) & ~rows.memory_tier.isin([UNLIMITED, FOOTPRINT_TIER])]
     limits = (rows.groupby(["layout", "memory_tier"], sort=False).agg(limit_mib=("memory_limit_bytes", "max"))
               .div(2**20).reset_index()) if "memory_limit_bytes" in rows else None
-    return {"layouts": figure(table[table.server == config["servers"][0]], config, limits)}
+    return {"layouts": figure(table[table.server == primary_server(config)], config, limits)}
 
 
 def _geo(t: pd.DataFrame, terms: dict) -> tuple[float, float]:
@@ -528,8 +536,8 @@ def _size_classes(counts: pd.DataFrame) -> dict[str, list]:
 def metrics(table: pd.DataFrame, counts: pd.DataFrame, config) -> tuple:
     """Per layout, for the index: geometric mean over each size class's queries of T(layout) / T(best of
     L1, L2), at the first bandwidth tier, no memory limit (1.00x: as fast as the better of L1 and L2)."""
-    table = table[table.server == config["servers"][0]]
-    base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
+    table = table[table.server == primary_server(config)]
+    base = _base(config) if config["net_profiles"] else table.net_profile.iloc[0]
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)]
     made = []
     for size, names in _size_classes(counts).items():
@@ -545,8 +553,8 @@ def metrics(table: pd.DataFrame, counts: pd.DataFrame, config) -> tuple:
 
 
 def claims(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFrame | None = None) -> tuple:
-    table = table[table.server == config["servers"][0]]
-    base = config["net_profiles"][0] if config["net_profiles"] else table.net_profile.iloc[0]
+    table = table[table.server == primary_server(config)]
+    base = _base(config) if config["net_profiles"] else table.net_profile.iloc[0]
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)]
     classes = _size_classes(counts)
     made = []
@@ -600,7 +608,7 @@ def claims(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFrame
                           float(l3.over_minimum.min()), float(l3.over_minimum_ci.max()), above(2.0)))
     f3 = "Finding 3"
     statement = "L2 is bound by the bandwidth (more than L1, which is bound by per-request latency)."
-    profiles = [p for p in config["net_profiles"] if p in set(table.net_profile)]
+    profiles = [p for p in profiles_by_rate(config["net_profiles"]) if p in set(table.net_profile)]
     names = classes["mid"] + classes["large"]
     unlimited = table[table.memory_tier == UNLIMITED]
     if len(profiles) < 2 or not names:
@@ -647,7 +655,7 @@ def cost_claims(rows: pd.DataFrame | None, config: dict) -> list:
         if not np.isfinite(value):
             made.append(not_comparable(f4, statement, metric, "a layout it needs was not measured at the first profile"))
             continue
-        made.append(judge(f4, statement, f"{metric}, every query once, t3.medium price, {config['net_profiles'][0]}, "
+        made.append(judge(f4, statement, f"{metric}, every query once, t3.medium price, {_base(config)}, "
                           "compute time T / the time scale", value,
                           (low, high) if np.isfinite(low) else None, rule, unit=unit))
     return made

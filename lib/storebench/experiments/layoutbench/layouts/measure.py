@@ -41,7 +41,8 @@ from storebench.core.repeats import RepeatPolicy
 from storebench.core.experiment import ResultsDir
 from storebench.core.settings import NetProfileName, NonNegativeFloat, NonNegativeInt, PositiveInt, Settings as Base, one_of
 from storebench.experiments.common import Skipped, record_skipped
-from storebench.experiments.layoutbench.layouts import FOOTPRINT_QUERY, FOOTPRINT_TIER, UNLIMITED, memory_tier_name
+from storebench.experiments.layoutbench.layouts import (FOOTPRINT_QUERY, FOOTPRINT_TIER, SERVERS, UNLIMITED,
+                                                        memory_tier_name)
 from storebench.layouts import LAYOUTS, S3Place, get_layout
 from storebench.testbed import memlimits
 from storebench.testbed.memlimits import MemoryLimit
@@ -57,7 +58,6 @@ from storebench.testbed.wiretap import Wiretap
 from storebench.experiments.layoutbench.layout_client import WRONG_ANSWER_EXIT
 
 EXPERIMENT = "layouts"
-SERVERS = ("minio", "rgw")
 CLIENT_PACKAGES = ("obstore", "duckdb", "pylance", "pyarrow")
 
 
@@ -143,7 +143,7 @@ def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True
     try:
         with ServicePool(config["endpoints"], hop=hop) as services, ExitStack() as stack:
             toxiproxy = None
-            for i, server in enumerate(config["servers"]):
+            for i, server in enumerate(sorted(config["servers"], key=SERVERS.index)):
                 endpoint, service = services.endpoint(server, "disk-warm")
                 version = service.version() if service is not None else "external"
                 bucket = _bucket(endpoint, config["tier"])
@@ -313,7 +313,7 @@ class Client:
     def fresh(self, name: str, place: S3Place, query: str, limit: int | None) -> dict:
         """``query`` once in a fresh client process, its cgroup limited to ``limit`` bytes (None: only
         measured); an OOM kill is "did not finish"."""
-        code, rows = self._run(self.spec(name, place, [(0, query)]), limit)
+        code, rows = self._run(self.spec(name, place, [(0, query)], memory_limit=limit), limit)
         if code == WRONG_ANSWER_EXIT:
             raise AssertionError(f"{name} returned a wrong answer to {query} (see the client's message above)")
         if code == 0 and rows:
