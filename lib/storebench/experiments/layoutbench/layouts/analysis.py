@@ -503,7 +503,7 @@ def _geo(t: pd.DataFrame, terms: dict) -> tuple[float, float]:
     logs = sum(power * np.log(t[(column, "mean")]) for column, power in terms.items())
     value = float(np.exp(logs.mean()))
     relative = sum((power * t[(column, "ci")] / t[(column, "mean")]) ** 2 for column, power in terms.items())
-    half = float(value * math.sqrt(relative.sum()) / len(t)) if len(t) else float("nan")
+    half = float(value * math.sqrt(relative.sum(skipna=False)) / len(t)) if len(t) else float("nan")
     return value, half
 
 
