@@ -25,6 +25,7 @@ import hashlib
 import io
 import json
 import math
+import multiprocessing
 import os
 import shutil
 from concurrent.futures import ProcessPoolExecutor
@@ -104,9 +105,10 @@ class ImageTier:
         return int(self.meta["bytes"].sum())
 
     def describe(self) -> str:
+        if self.copies == 1:
+            return f"{self.name}: the {len(self.meta):,} real ImageNet JPEGs, {self.nbytes / 1e9:.2f} GB"
         return (f"{self.name}: {len(self.meta):,} images, {self.nbytes / 1e9:.2f} GB: the 1,000 real ImageNet JPEGs, "
-                f"each with {self.copies - 1} re-encoded copies" if self.copies > 1 else
-                f"{self.name}: the {len(self.meta):,} real ImageNet JPEGs, {self.nbytes / 1e9:.2f} GB")
+                f"each with {self.copies - 1} re-encoded cop{'y' if self.copies == 2 else 'ies'}")
 
 
 def _params() -> dict:
@@ -166,7 +168,7 @@ def _build(tier: str, copies: int, folder: Path, data_dir: Path, workers: int, p
         if copies == 1 or workers <= 1:
             results = map(_make_class, jobs)
         else:
-            pool = ProcessPoolExecutor(workers)
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))  # no fork of threads
             results = pool.map(_make_class, jobs, chunksize=8)
         for made in results:
             rows += made

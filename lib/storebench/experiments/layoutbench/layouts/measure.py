@@ -93,8 +93,6 @@ def layout_options(config: dict, name: str) -> dict:
             "L4-lance": {"rows_per_group": config["lance_rows_per_group"]}}[name] | {"parallel": config["parallel"]}
 
 
-
-
 @dataclass
 class LayoutRun:
     config: dict
