@@ -1,6 +1,8 @@
-"""Seed 002's layouts on a real MinIO: the four layouts answer every query with the same images
+"""Seed 002's layouts on a real MinIO: the five layouts answer every query with the same images
 (keys and SHA-256) as the metadata says; the wiretap counts what a client moved; the tar shards are
-real webdataset shards; a memory tier a client cannot live in is recorded as did not finish."""
+real webdataset shards; L3 sorted by label reads only the row groups its statistics cannot exclude;
+a fresh client over its memory tier is recorded as did not finish; a tier's copies are re-encodings
+whose metadata is measured."""
 import hashlib
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import pandas as pd
 import pytest
 
 from storebench.core.repeats import RepeatPolicy
+from storebench.data import imagetiers
 from storebench.data.datasets import imagenet
 from storebench.core.settings import ParamsError
 from storebench.experiments.layoutbench.layouts import measure as lb
@@ -23,14 +26,16 @@ COPIES = 2
 
 
 @pytest.fixture(scope="module")
-def tier():
-    """Two copies of every image whose class some query names, plus every 20th other image."""
-    meta = imagenet.tier_metadata(COPIES)
+def tier(tmp_path_factory):
+    """Tier x2 (each real image and a re-encoded copy): the images of every class some query names,
+    plus those of every 20th other image."""
+    whole = imagetiers.image_tier("x2", cache=tmp_path_factory.mktemp("tiers"))
+    meta = whole.meta
     named = pd.Series(False, index=meta.index)
     for q in QUERIES.values():
-        named |= meta.key.isin(q.select(meta, COPIES).key)
+        named |= meta.label.isin(q.select(meta, COPIES).label)
     meta = meta[named | (meta.key // COPIES % 20 == 0)].reset_index(drop=True)
-    return meta, dict(imagenet.images())
+    return meta, whole.image
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +52,7 @@ def written(servers, tier, tmp_path_factory):
         options = {"L2-tar": {"shard_bytes": 4_000_000}, "L3-parquet": {"file_bytes": 8_000_000,
                                                                           "row_group_rows": 16}}.get(name, {})
         layout = cls(S3Place(endpoint, "sb-test-layouts", f"t/{name}"), index_dir, **options)
-        layouts[name] = (layout, layout.write(meta, images.__getitem__), options)
+        layouts[name] = (layout, layout.write(meta, images), options)
     return endpoint, layouts, index_dir
 
 
@@ -76,7 +81,7 @@ def test_what_each_layout_wrote(written, tier):
     meta, _ = tier
     _, layouts, _ = written
     assert layouts["L1-objects"][1].objects == len(meta)
-    for name in ("L1-objects", "L2-tar", "L3-parquet", "L4-lance"):
+    for name in LAYOUTS:
         # every copy stored (deduplicating the two copies would halve it; Lance compresses JPEG headers a little)
         assert layouts[name][1].stored_bytes >= 0.95 * meta["bytes"].sum(), name
     assert layouts["L1-objects"][1].index_bytes > 0 and layouts["L3-parquet"][1].index_bytes == 0
@@ -95,7 +100,7 @@ def test_tar_shards_are_webdataset_shards(written, tier):
     path.write_bytes(shard)
     samples = list(wds.WebDataset(str(path), shardshuffle=False))
     by_key = meta.set_index("key")
-    assert samples and all(s["jpg"] == images[by_key.filename[int(s["__key__"])]] for s in samples)
+    assert samples and all(s["jpg"] == images(by_key.filename[int(s["__key__"])]) for s in samples)
     assert all(s["cls"].decode() == by_key.label[int(s["__key__"])] for s in samples)
 
 
@@ -125,20 +130,24 @@ def test_query_definitions_agree_between_pandas_and_sql(tier):
 
 
 @pytest.mark.server
-def test_a_client_over_its_memory_tier_did_not_finish_and_the_rest_still_ran(written, tmp_path, tier):
+def test_a_fresh_client_over_its_memory_tier_did_not_finish_and_the_next_still_ran(written, tmp_path, tier):
     meta, _ = tier
     endpoint, layouts, index_dir = written
     meta_path = tmp_path / "meta.parquet"
     meta.to_parquet(meta_path)
-    config = {"queries": ["Q1", "Q8", "Q3"]}
+    config = {"queries": ["Q1", "Q8", "Q3"], "parallel": 16, "shard_bytes": 1, "coalesce_gap": 0,
+              "parquet_file_bytes": 1, "row_group_rows": 1, "lance_rows_per_group": 1}
     with Wiretap(endpoint["host"], endpoint["port"]) as tap:
         place = S3Place(tap.endpoint(endpoint), "sb-test-layouts", "t/L1-objects")
-        rows = lb.run_client("L1-objects", {}, place, index_dir, meta_path, tap, config, COPIES, 10 * 2**20, tmp_path,
-                             RepeatPolicy.exactly(1))
-    status = {r["query"]: r["status"] for r in rows}
-    # unlimited, this client peaks at ~6 MB for Q1/Q3 (two images) and ~20 MB for Q8 (362 images, 16 in flight)
-    assert status["Q1"] == "ok" and status["Q8"] == "did not finish" and status["Q3"] == "ok"
-    assert "OOM-killed" in next(r["reason"] for r in rows if r["query"] == "Q8")
+        client = lb.Client(config, index_dir, meta_path, tap, COPIES, tmp_path)
+        footprint = client.fresh("L1-objects", place, FOOTPRINT.name, None)["peak_bytes"]
+        # the whole client is charged (interpreter, pandas, obstore: ~100 MB); Q1 and Q3 add ~2 MB to
+        # it, Q8 (two copies of 181 images, 16 in flight) ~20 MB
+        limit = footprint + 10 * 2**20
+        rows = {q: client.fresh("L1-objects", place, q, limit) for q in config["queries"]}
+    assert footprint > 30 * 2**20
+    assert rows["Q1"]["status"] == "ok" and rows["Q8"]["status"] == "did not finish" and rows["Q3"]["status"] == "ok"
+    assert "OOM-killed" in rows["Q8"]["reason"] and rows["Q1"]["peak_bytes"] <= limit
 
 
 def test_unknown_names_list_the_valid_ones():
@@ -154,18 +163,32 @@ def test_unknown_names_list_the_valid_ones():
             run.settings("layouts", "small", overrides={key: bad})
 
 
-def test_what_this_machine_cannot_provide_is_not_measured(tier):
-    meta, _ = tier
+def test_what_this_machine_cannot_provide_is_not_measured():
     config = run.settings("layouts", "small").as_dict()
     result = lb.LayoutRun(config)
-    sweeps = lb._sweeps(config, meta, result, has_hop=False, cgroups="no memory controller")
+    sweeps = lb._sweeps(config, result, has_hop=False, cgroups="no memory controller")
     assert sweeps == []  # every profile of the small preset has a link rate
-    assert {item["what"] for item in result.not_measured} == {"profile s3-5g", "profile s3-10g", "profile s3-20g",
-                                                              "memory tiers"}
-    both = lb._sweeps({**config, "net_profiles": ["unshaped"], "memory_profile": "unshaped"}, meta,
-                      lb.LayoutRun(config), has_hop=False, cgroups=None)
-    assert both == [("unshaped", [(lb.UNLIMITED, None)] + [(f"{g} GiB", lb.memory_allowance(g, meta["bytes"].sum()))
-                                                          for g in config["memory_tiers_gib"]])]
+    assert {item["what"] for item in result.not_measured} == {f"profile {p}" for p in config["net_profiles"]} | {
+        "memory tiers"}
+    both = lb._sweeps({**config, "net_profiles": ["unshaped"], "memory_profile": "unshaped"}, lb.LayoutRun(config),
+                      has_hop=False, cgroups=None)
+    assert both == [("unshaped", [lb.UNLIMITED, *config["memory_tiers"]])]
+
+
+def test_a_tiers_copies_are_re_encodings_with_measured_metadata(tier):
+    meta, images = tier
+    originals = dict(imagenet.images())
+    for row in meta.head(6).itertuples():
+        data = images(row.filename)
+        assert hashlib.sha256(data).hexdigest() == row.sha256 and len(data) == row.bytes
+        assert (data == originals[row.original]) == (row.copy == 0)
+        if row.copy:
+            from PIL import Image
+            import io
+            assert Image.open(io.BytesIO(data)).size == (row.width, row.height)
+    # the aspect ratio is kept to the pixel: a 500x333 photo stays wider than 3:2, a 3:2 one is exactly 3:2
+    assert imagetiers.scaled_size(500, 333, 0.75)[0] / imagetiers.scaled_size(500, 333, 0.75)[1] > 1.5
+    assert [imagetiers.scaled_size(450, 300, s) for s in (0.5, 1.0)] == [(225, 150), (450, 300)]
 
 
 def test_members_are_cut_from_a_range_in_chunks_of_any_size():

@@ -18,16 +18,23 @@ def test_layouts_at_smoke_scale(tmp_path):
     results = tmp_path / "results"
     tables = run.measure("layouts", "smoke", results_root=results, progress=False)
     rows = tables["layouts"]
-    assert set(rows.layout) == {"L1-objects", "L2-tar", "L3-parquet", "L4-lance"} and (rows.scale == "smoke").all()
+    layouts = {"L1-objects", "L2-tar", "L3-parquet", "L3-parquet-sorted", "L4-lance"}
+    assert set(rows.layout) == layouts and (rows.scale == "smoke").all()
     ok = rows[rows.status == "ok"]
     assert len(ok) and (ok.seconds > 0).all() and (ok.bytes_down >= ok.image_bytes).all()
-    assert rows.net_rtt_ms.min() > 10  # the profile's 20 ms reached the client, measured before use
-    assert set(rows.memory_tier) == {"unlimited", "4 GiB"} and (rows.status[rows.memory_tier == "unlimited"] == "ok").all()
+    assert rows.net_rtt_ms.min() > 300 and (rows.net_time_scale == 20).all()  # 20 ms x 20 reached the client
+    assert set(rows.memory_tier) == {"unlimited", "footprint", "2x footprint"}
+    assert (rows.status[rows.memory_tier == "unlimited"] == "ok").all()
+    limited = rows[rows.memory_tier == "2x footprint"]  # a fresh client per query, limited to 2x its footprint
+    assert len(limited) == 5 * 3 and (limited.memory_limit_bytes == (2 * limited.footprint_bytes).astype(int)).all()
+    assert (rows[rows.memory_tier == "footprint"].peak_bytes > 30 * 2**20).all()  # the whole client is charged
     assert rows.git_rev.notna().all() and rows.server_version.notna().all()
     written = tables["layouts_write"]
-    assert len(written) == 4 and (written.stored_bytes > 0.95 * 109_576_417).all()
+    assert set(written.layout) == layouts and (written.stored_bytes > 0.95 * 109_576_417).all()
     counts = tables["layouts_counts"]
     assert counts.set_index("query").loc["Q8", "images"] == 181 and counts.seed_mini_images.notna().all()
+    reads = tables["layouts_rowgroups"].set_index(["layout", "query"])
+    assert reads.loc[("L3-parquet-sorted", "Q1"), "row_groups_not_excluded"] == 1  # sorted by label: one row group
     notebooks.run("layouts", out_dir=tmp_path, results_dir=results, progress=False)
     recorded = json.loads((tmp_path / "layouts.findings.json").read_text())
     assert recorded["paper"] == "layoutbench" and "L1/L2" in recorded["headline"]

@@ -5,10 +5,11 @@ from __future__ import annotations
 from storebench.layouts.base import Layout, S3Place, Written
 from storebench.layouts.lance import LanceDataset
 from storebench.layouts.objects import ObjectPerImage
-from storebench.layouts.parquet import ParquetBlobs
+from storebench.layouts.parquet import ParquetBlobs, SortedParquetBlobs
 from storebench.layouts.tarshards import TarShards
 
-LAYOUTS: dict[str, type[Layout]] = {cls.name: cls for cls in (ObjectPerImage, TarShards, ParquetBlobs, LanceDataset)}
+LAYOUTS: dict[str, type[Layout]] = {cls.name: cls for cls in (ObjectPerImage, TarShards, ParquetBlobs, SortedParquetBlobs,
+                                                           LanceDataset)}
 
 
 def get_layout(name: str) -> type[Layout]:

@@ -66,6 +66,10 @@ class Written:
 class Layout(ABC):
     name: ClassVar[str]
     description: ClassVar[str]
+    # The memory of the machine the client runs on, where it is a memory tier's limit (None: this one's): an
+    # engine that sizes itself by the machine's memory (DuckDB: 80% of it) is told, as it would see it on an
+    # instance of that size (a cgroup v1 limit is invisible to it).
+    machine_memory_bytes: int | None = None
 
     def __init__(self, place: S3Place, index_dir: Path, parallel: int = 16):
         self.place, self.index_dir, self.parallel = place, Path(index_dir), parallel

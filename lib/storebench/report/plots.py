@@ -64,6 +64,7 @@ _REGISTRY = {
     "L1-objects": (OKABE_ITO["blue"], "o", ""),
     "L2-tar": (OKABE_ITO["orange"], "v", "//"),
     "L3-parquet": (OKABE_ITO["green"], "p", ".."),
+    "L3-parquet-sorted": (TOL_MUTED["teal"], "P", "--"),
     "L4-lance": (OKABE_ITO["vermilion"], "X", "xx"),
 }
 SYSTEM_STYLES = {name: {"color": matplotlib.colors.to_rgb(c), "marker": m, "hatch": h}
@@ -73,7 +74,7 @@ FAMILIES = {  # which variants belong together (for readers of the registry; the
     "tensorstore": ("tensorstore", "tensorstore-zarr"), "redis": ("redis",),
     "mongodb-api": ("mongodb-api", "mongodb-api-concurrent"), "cassandra": ("cassandra", "cassandra-async"),
     "minio": ("minio", "minio-obstore"), "rgw": ("rgw", "rgw-obstore"), "ceph": ("ceph",),
-    "layouts": ("L1-objects", "L2-tar", "L3-parquet", "L4-lance"),
+    "layouts": ("L1-objects", "L2-tar", "L3-parquet", "L3-parquet-sorted", "L4-lance"),
 }
 UNKNOWN_SYSTEM = {"color": (0.5, 0.5, 0.5), "marker": "D", "hatch": "xx"}  # a system added without a style
 # series that are not systems (workloads, locations, encodings): Okabe-Ito without black, in order

@@ -41,6 +41,7 @@ class NetProfile:
     latency_ms: int = 0       # Toxiproxy latency toxic on server -> client data (whole ms: its unit)
     relay: bool = True        # through Toxiproxy at all ("unshaped": a direct connection)
     basis: str = ""           # why these values
+    time_scale: int = 1       # it stands for a link this many times faster, with this many times less latency
 
 
 PROFILES: dict[str, NetProfile] = {p.name: p for p in (
@@ -61,15 +62,19 @@ PROFILES: dict[str, NetProfile] = {p.name: p for p in (
                basis="S3 in-region: first byte ~20 ms (AWS: tens of ms for small GETs), ~90 MB/s per "
                      "connection (AWS: 85-90 MB/s per request)"),
     # Seed 002's client instances reach S3 at "up to" 5 (t3.*), 10 (c5.large) and 20 Gbit/s
-    # (c8gb.large). This machine moves ~1-2 Gbit/s through a relay, so the three tiers are scaled by
-    # 1/20, keeping their 1:2:4 ratio, with S3's ~20 ms to the first byte (as cloud-s3). With a veth
-    # hop the rate is the whole link's (an instance's NIC), not one connection's.
-    NetProfile("s3-5g", rate="250mbit", latency_ms=20,
-               basis="seed 002's t3.* (up to 5 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
-    NetProfile("s3-10g", rate="500mbit", latency_ms=20,
-               basis="seed 002's c5.large (up to 10 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
-    NetProfile("s3-20g", rate="1gbit", latency_ms=20,
-               basis="seed 002's c8gb.large (up to 20 Gbit/s) scaled 1/20 + S3's ~20 ms first byte"),
+    # (c8gb.large), with S3's ~20 ms to the first byte (as cloud-s3). This machine moves ~1-3 Gbit/s
+    # through a relay, so each tier runs 20x slower in time: link rate / 20 (keeping the 1:2:4
+    # ratio) AND latency x 20 (400 ms), so that the bytes one round trip is worth (rate x latency,
+    # 12.5 MB at 5 Gbit/s and 20 ms) and hence the latency/bandwidth balance are the seed's; a
+    # network-bound time here is 20x the seed's (time_scale). With a veth hop the rate is the whole
+    # link's (an instance's NIC), not one connection's.
+    NetProfile("s3-5g", rate="250mbit", latency_ms=400, time_scale=20,
+               basis="seed 002's t3.* (up to 5 Gbit/s) and S3's ~20 ms first byte, 20x slower in time "
+                     "(rate / 20, latency x 20)"),
+    NetProfile("s3-10g", rate="500mbit", latency_ms=400, time_scale=20,
+               basis="seed 002's c5.large (up to 10 Gbit/s) and S3's ~20 ms first byte, 20x slower in time"),
+    NetProfile("s3-20g", rate="1gbit", latency_ms=400, time_scale=20,
+               basis="seed 002's c8gb.large (up to 20 Gbit/s) and S3's ~20 ms first byte, 20x slower in time"),
 )}
 
 ECHO_BYTES = 64

@@ -3,11 +3,13 @@ it and an OOM kill loses nothing already measured).
 
     python -m storebench.experiments.layoutbench.layout_client SPEC.json
 
-SPEC names the layout (and its options), the S3 place to read through, the tier's metadata file,
+SPEC names the layout (and its options), the S3 place to read through, the tier's metadata file, the
+memory limit it runs under (an engine that sizes itself by the machine's memory is told it),
 the plan (``[repeat, query]`` pairs, in order, each run once), optionally a repeat policy with the
-queries to measure under it (after the plan), and the wiretap's counter file. The client imports everything, prints
-``ready`` and waits for a line on stdin (the parent moves it into a memory cgroup meanwhile); then,
-per repeat and query, with a cold client each time: T = first call to last image verified, the
+queries to measure under it (after the plan), and the wiretap's counter file. The client prints
+``started`` before it imports anything and waits for a line on stdin (the parent moves it into a
+memory cgroup meanwhile, so the group is charged with the whole client: libraries, engine, data);
+then, per repeat and query, with a cold client each time: T = first call to last image verified, the
 bytes/requests/connections the wiretap saw, and the peak memory charged to its cgroup. An engine
 that stops for want of memory (DuckDB reads the cgroup's limit) "did not finish", as does a client
 the kernel kills. Each result is one JSON line in ``out``, flushed at once.
@@ -61,9 +63,8 @@ def run(spec: dict) -> None:
     meta = pd.read_parquet(spec["meta"])
     place = S3Place(spec["endpoint"], spec["bucket"], spec["prefix"])
     layout = get_layout(spec["layout"])(place, Path(spec["index_dir"]), **spec.get("options", {}))
+    layout.machine_memory_bytes = spec.get("memory_limit")
     counters = Path(spec["counter_file"])
-    print("ready", flush=True)
-    sys.stdin.readline()
     with open(spec["out"], "a") as out:
         def record(row: dict) -> dict:
             out.write(json.dumps(row) + "\n")
@@ -127,6 +128,8 @@ def measure_adaptively(spec: dict, run_query, record) -> None:
 
 def main(argv=None):
     spec = json.loads(Path((argv or sys.argv[1:])[0]).read_text())
+    print("started", flush=True)
+    sys.stdin.readline()
     try:
         run(spec)
     except WrongAnswer as error:
