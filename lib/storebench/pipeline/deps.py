@@ -190,13 +190,13 @@ def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] |
     params = _params(params_yaml)
     fixed_scale = re.search(r"--scale\s+(\w+)", stage["cmd"])
     scale = fixed_scale.group(1) if fixed_scale else params.get("scale", "small")
-    chain = [s for s, _ in preset_chain(params, scale)]
-    global_keys = sorted({key for s in chain for key, value in params["presets"][s].items()
+    chain = preset_chain(params, scale)
+    global_keys = sorted({key for _, preset in chain for key, value in preset.items()
                           if not isinstance(value, dict) and key != "extends"})
     part = re.search(r"--part\s+([\w-]+)", stage["cmd"])
     return ((["seed", "endpoints", name] if fixed_scale else ["scale", "seed", "endpoints", name])
-            + [f"presets.{s}.{k}" for s in chain for k in global_keys]
-            + [f"presets.{s}.{name}" for s in chain]
+            + [f"presets.{s}.{k}" for s, preset in chain for k in global_keys if k in preset]
+            + [f"presets.{s}.{name}" for s, preset in chain if name in preset]
             + ([f"parts.{name}.{part.group(1)}"] if part else []))
 
 

@@ -108,6 +108,14 @@ def _changed(path: Path, recorded: dict) -> bool:
     return hashlib.md5(path.read_bytes()).hexdigest() != recorded.get("md5")
 
 
+def _dep_path(dep) -> str:
+    return next(iter(dep)) if isinstance(dep, dict) else str(dep)
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def _dvc(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "dvc", *args], cwd=ROOT, check=True)
 
@@ -115,11 +123,18 @@ def _dvc(*args: str) -> None:
 def measure(experiment: str, part: str | None = None) -> float:
     """Run one reference measurement stage, record it in reference/dvc.lock, then render."""
     name = stage_name(experiment, part)
-    cmd = stages()[name]["cmd"]
+    cmd, inputs = stages()[name]["cmd"], [_dep_path(d) for d in stages()[name]["deps"]]
+    uncommitted = _git("status", "--porcelain", "--", *inputs)
+    if uncommitted:
+        raise SystemExit(f"{name}: commit these first, so the measurement is of committed code:\n{uncommitted}")
+    started_at = _git("rev-parse", "HEAD")
     print(f"[reference] {name}: {cmd}", flush=True)
     clock = time.monotonic()
     subprocess.run(shlex.split(cmd.replace("python ", f"{sys.executable} ", 1)), cwd=ROOT, check=True)
     took = time.monotonic() - clock
+    moved = _git("diff", "--name-only", started_at, "--", *inputs) + _git("status", "--porcelain", "--", *inputs)
+    if moved:  # dvc commit hashes today's files: it must not record inputs the measurement did not run
+        raise SystemExit(f"{name}: its inputs changed while it measured; not recorded in reference/dvc.lock:\n{moved}")
     _dvc("commit", "-f", f"reference/dvc.yaml:{name}")
     if all(state(s).measured for s in measure_stages(experiment)):
         render(experiment)

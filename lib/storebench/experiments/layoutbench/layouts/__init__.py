@@ -24,10 +24,25 @@ def primary_server(config: dict) -> str:
     return sorted(config["servers"], key=lambda s: SERVERS.index(s) if s in SERVERS else len(SERVERS))[0]
 
 
-def profiles_by_rate(names) -> list[str]:
-    """Network profiles slowest first (by link rate; unshaped last), whatever order parts listed them in."""
-    from storebench.testbed.netns import bits_per_second
-    from storebench.testbed.netprofiles import PROFILES
+def profiles_by_rate(names, rates: dict) -> list[str]:
+    """Network profiles slowest first, by the link rate the measurement recorded for each (``rates``: profile ->
+    its ``net_rate``, e.g. "250mbit"; unshaped or unknown last), whatever order parts listed them in."""
+    return sorted(dict.fromkeys(names), key=lambda p: _bits_per_second(rates.get(p)))
 
-    return sorted(dict.fromkeys(names), key=lambda p: bits_per_second(PROFILES[p].rate) if PROFILES[p].rate
-                  else float("inf"))
+
+def recorded_rates(rows) -> dict:
+    """Profile -> the link rate recorded on the measurement's rows (``net_profile``, ``net_rate``)."""
+    if rows is None or not {"net_profile", "net_rate"} <= set(rows.columns):
+        return {}
+    return dict(zip(rows.net_profile, rows.net_rate))
+
+
+def _bits_per_second(rate) -> float:
+    text = str(rate).strip().lower()
+    for unit, factor in (("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9)):
+        if text.endswith(unit):
+            try:
+                return float(text[: -len(unit)]) * factor
+            except ValueError:
+                break
+    return float("inf")

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from storebench.experiments.layoutbench.layouts import (FOOTPRINT_QUERY, FOOTPRINT_TIER, UNLIMITED, memory_tier_name,
-                                                        primary_server, profiles_by_rate)
+                                                        primary_server, profiles_by_rate, recorded_rates)
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import MIN_BOOTSTRAP, bootstrap, mean_ci
 from storebench.experiments.layoutbench import published as paper002
@@ -33,7 +33,7 @@ SIZE_GROUPS = {"small": ("Q1", "Q2", "Q3", "Q4", "Q10", "Q11"), "mid": ("Q5", "Q
 
 def _base(config: dict) -> str:
     """The slowest bandwidth tier measured (the t3 instances'): where the verdicts are made."""
-    return profiles_by_rate(config["net_profiles"])[0]
+    return profiles_by_rate(config["net_profiles"], config.get("net_rates", {}))[0]
 
 
 def size_class(query: str) -> str:
@@ -209,7 +209,8 @@ def crossover(table: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
 def bandwidth_scaling(table: pd.DataFrame, config: dict, counts: pd.DataFrame) -> pd.DataFrame:
     """Per layout: T at the slowest tier / T at the fastest, over mid and large queries (the link
     rates differ 4x: 4.0 = bound by bandwidth, 1.0 = not at all)."""
-    profiles = [p for p in profiles_by_rate(config["net_profiles"]) if p in set(table.net_profile)]
+    profiles = [p for p in profiles_by_rate(config["net_profiles"], config.get("net_rates", {}))
+                if p in set(table.net_profile)]
     if len(profiles) < 2:
         return pd.DataFrame()
     names = [q for q in once(counts, ["query"])["query"] if size_class(q) != "small"]
@@ -432,7 +433,7 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
     from storebench.report import plots
 
     unlimited = table[table.memory_tier == UNLIMITED]
-    profiles = profiles_by_rate(unlimited.net_profile)
+    profiles = profiles_by_rate(unlimited.net_profile, config.get("net_rates", {}))
     queries = [q for q in config["queries"] if q in set(table["query"])]
     fig, axes = plt.subplots(2, max(len(profiles), 2), figsize=(5.2 * max(len(profiles), 2), 8.5), squeeze=False)
     for ax, profile in zip(axes[0], profiles):
@@ -483,14 +484,19 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
 
 
 # ------------------------------------------------------------------ the contract: analyse, figures, claims
+def settings_with_rates(tables: ResultTables) -> dict:
+    """The run's settings, plus each network profile's link rate as its rows recorded it (``net_rates``)."""
+    return {**tables.settings, "net_rates": recorded_rates(tables[EXPERIMENT])}
+
+
 def analyse(tables: ResultTables) -> Findings:
-    config, rows, counts = tables.settings, tables[EXPERIMENT], tables[f"{EXPERIMENT}_counts"]
-    table = summary(rows)
+    rows, counts = tables[EXPERIMENT], tables[f"{EXPERIMENT}_counts"]
+    config, table = settings_with_rates(tables), summary(rows)
     return findings(table, counts, config, rows, claims(table, counts, config, rows), metrics(table, counts, config))
 
 
 def figures(tables: ResultTables) -> dict:
-    config, table, rows = tables.settings, summary(tables[EXPERIMENT]), tables[EXPERIMENT]
+    config, table, rows = settings_with_rates(tables), summary(tables[EXPERIMENT]), tables[EXPERIMENT]
     rows = rows[(rows.server == primary_server(config)) & ~rows.memory_tier.isin([UNLIMITED, FOOTPRINT_TIER])]
     limits = (rows.groupby(["layout", "memory_tier"], sort=False).agg(limit_mib=("memory_limit_bytes", "max"))
               .div(2**20).reset_index()) if "memory_limit_bytes" in rows else None
@@ -608,7 +614,8 @@ def claims(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFrame
                           float(l3.over_minimum.min()), float(l3.over_minimum_ci.max()), above(2.0)))
     f3 = "Finding 3"
     statement = "L2 is bound by the bandwidth (more than L1, which is bound by per-request latency)."
-    profiles = [p for p in profiles_by_rate(config["net_profiles"]) if p in set(table.net_profile)]
+    profiles = [p for p in profiles_by_rate(config["net_profiles"], config.get("net_rates", {}))
+                if p in set(table.net_profile)]
     names = classes["mid"] + classes["large"]
     unlimited = table[table.memory_tier == UNLIMITED]
     if len(profiles) < 2 or not names:
