@@ -89,3 +89,27 @@ def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(t
     assert "<td>1.30x<br><small>[1.28x, 1.32x]</small></td>" in page and "±" not in page
     assert 'href="breakdown.html"' in page and 'href="loaders.html"' in page
     assert "Reports without recorded findings" in page and 'href="orphan.html"' in page
+
+
+def test_the_index_presents_the_reference_results_first_with_preset_data_when_and_how_long(tmp_path):
+    from storebench.core.experiment import Experiment
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    claim = findings.judge("Sec 5.4", "no interruption", "failed batches", 0.0, (0.0, 0.0), findings.below(0.5))
+    run = {"run_id": "r1", "scale": "reference", "started_utc": "2026-11-26T00:41:55+00:00", "duration_s": 1347.6,
+           "settings": {"images": 12000, "repeats": 5}, "parts": {"a": {}, "b": {}}}
+    findings.write(reference, Experiment("cassandra_scale", "cassandra_dl", "Sec 5.4", "?", data="{images:,} images"),
+                   Findings("The ring held.", "text", claims=(claim,)), run)
+    (reference / "cassandra_scale.html").write_text("<html></html>")
+    findings.write(tmp_path, Experiment("location", "dl_storage_benchmarking", "Fig 2", "?"),
+                   Findings("Memory is faster.", "text"), {"scale": "small"})
+    (tmp_path / "location.html").write_text("<html></html>")
+    page = index.build(tmp_path).read_text()
+    assert page.index("The reference results") < page.index("The quick check")
+    row = page[page.index("href='reference/cassandra_scale.html'"):]
+    row = row[:row.index("</tr>")]
+    assert "reference" in row and "12,000 images" in row and "2026-11-26 00:41" in row and "22.5 min (2 parts)" in row
+    assert "1 holds" in row
+    assert "not measured at the reference preset yet (quick check: <a href='location.html'>" in page
+    assert "<td>1 of 2</td>" in page  # the Cassandra paper: one of its two experiments measured

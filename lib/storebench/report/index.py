@@ -197,6 +197,23 @@ def reference_table(reports_dir: Path) -> str:
     return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>"
 
 
+def verdicts_by_paper(reports_dir: Path) -> str:
+    """Per paper, the reference results' claims counted by verdict, and how many of its experiments are in."""
+    from storebench.experiments import EXPERIMENTS
+
+    recorded = read_all(reports_dir) if reports_dir.is_dir() else []
+    head = "".join(f"<th>{h}</th>" for h in ("paper", "experiments measured", *VERDICTS))
+    rows = []
+    for paper in PAPERS:
+        mine = [r for r in recorded if r.paper == paper]
+        total = sum(1 for p in EXPERIMENTS.values() if p == paper)
+        counts = [sum(r.verdict_counts[v] for r in mine) for v in VERDICTS]
+        cells = "".join(f"<td style='color:{VERDICT_COLOURS[v]}'>{n if mine else '&ndash;'}</td>"
+                        for v, n in zip(VERDICTS, counts))
+        rows.append(f"<tr><td>{html.escape(PAPER_SHORT[paper])}</td><td>{len(mine)} of {total}</td>{cells}</tr>")
+    return f"<table><tr>{head}</tr>\n" + "\n".join(rows) + "</table>"
+
+
 PAPER_SHORT = {"harness": "harness", "dl_storage_benchmarking": "DL workloads (003)", "ml_storage_study":
                "ML storage (001)", "layoutbench": "LayoutBench (002)", "cassandra_dl": "Cassandra (004)"}
 
@@ -231,6 +248,10 @@ provenance.</p>
 only where this machine cannot hold them, each change stated in <code>params.yaml</code> and in the report), stage by
 stage (<code>python -m storebench.pipeline.reference measure &lt;experiment&gt;</code>; at most ~40 min each),
 and committed.</p>
+<p><b>The claims, per paper</b> (each judged on the reference results by the rules below; a "does not hold" says
+in its report whether the cause is known and what would settle it):</p>
+{verdicts_by_paper(reference_dir)}
+<p><b>Per experiment</b>:</p>
 {reference_table(reference_dir)}
 {runs_summary(read_all(reference_dir)) if reference_dir.is_dir() else ""}
 {rules_html()}
