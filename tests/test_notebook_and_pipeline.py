@@ -126,6 +126,34 @@ def test_format_analysis_is_pure_and_judges_the_paper(tmp_path):
     assert decode.verdict == "not comparable"
 
 
+def test_access_pattern_reads_its_parts_as_one(tmp_path):
+    """The reference run measures access_pattern in parts: parts without Redis say so in clients_redis, one part
+    has the harness check. Read together, the analysis finds the one Redis table and judges as on the whole."""
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.access_pattern import analysis
+
+    whole = ROOT / "results" / "access_pattern"
+    rows = pd.read_csv(whole / "access_pattern.csv")
+    manifest = json.loads((whole / "manifest.json").read_text())
+    for part, systems in (("redis", {"redis"}), ("others", set(rows.system) - {"redis"})):
+        folder = tmp_path / part
+        folder.mkdir()
+        rows[rows.system.isin(systems)].to_csv(folder / "access_pattern.csv", index=False)
+        for name in ("systems", "skipped", "notes") + (("clients_redis", "harness") if part == "redis" else ()):
+            shutil.copy(whole / f"{name}.csv", folder / f"{name}.csv")
+        if part != "redis":
+            pd.DataFrame({"not_measured": ["redis (random access) is not among what this run measures"]}).to_csv(
+                folder / "clients_redis.csv", index=False)
+            pd.DataFrame().to_csv(folder / "harness.csv", index=False)
+        (folder / "manifest.json").write_text(json.dumps({**manifest, "run_id": f"access_pattern-{part}"}))
+    together, alone = ResultTables.read(tmp_path), ResultTables.read(whole)
+    redis = analysis.redis_clients(together)
+    assert redis is not None and list(redis.objects_per_s) == list(pd.read_csv(whole / "clients_redis.csv").objects_per_s)
+    assert len(together["harness"]) == len(alone["harness"])
+    assert [(c.metric, c.verdict, c.value) for c in analysis.analyse(together).claims] == \
+        [(c.metric, c.verdict, c.value) for c in analysis.analyse(alone).claims]
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("default_ports_free")
 def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):

@@ -176,6 +176,19 @@ def test_loader_names_match_the_settings():
     assert get_args(literal) == loaders.LOADERS
 
 
+def test_grid_reads_a_batch_of_one_once_and_emulates_at_its_batch_sizes():
+    from storebench.core.settings import load
+    from storebench.experiments.dl_storage_benchmarking.training.measure import Settings, grid
+
+    config = load(Settings, "training", "reference", overrides={
+        "batch_sizes": [1, 4], "workers": [0], "emulated_compute_s": [0, 0.01], "emulated_batch_sizes": [64]})
+    cells = {(p["loader"], p["batch_size"], p["emulated_compute_s"]) for p in grid(config)}
+    assert cells == {("per-sample", 1, 0.0), ("per-sample", 4, 0.0), ("batched", 4, 0.0),
+                     ("per-sample", 64, 0.01), ("batched", 64, 0.01)}  # batch 1: one read either way
+    batched_only = load(Settings, "training", "reference", overrides={"batch_sizes": [1], "loaders": ["batched"]})
+    assert {p["loader"] for p in grid(batched_only)} == {"batched"}
+
+
 def test_train_epoch_measures_wait_compute_and_utilisation(synthetic, tmp_path):
     from storebench.experiments.dl_storage_benchmarking.training import measure as training
 

@@ -9,6 +9,7 @@ The table's compression setting is part of the system version string.
 """
 from __future__ import annotations
 
+import time
 from contextlib import contextmanager
 
 from cassandra.cluster import NoHostAvailable
@@ -45,8 +46,22 @@ class CassandraStore(ServerStore):
         self.select_all = f"SELECT id, value FROM {q}"
 
     def put_many(self, items):
+        """Writes in flight bounded in count (64) and in bytes (4 MiB): the driver refuses a request while its
+        connection's socket is full (ConnectionBusy), which 512 objects of 256 MNIST samples (118 MB) at once
+        did; should it still happen, the batch is written again after a pause (INSERTs overwrite)."""
+        from storebench.stores.cassandra_model import ConcurrentWrites
+
         rows = [(check_key(k), v) for k, v in items]
-        execute_concurrent_with_args(self.session, self.insert, rows, concurrency=64, raise_on_first_error=True)
+        for attempt in range(5):
+            try:
+                with self._node_answers():
+                    ConcurrentWrites(self.session, ((self.insert, row, len(row[1])) for row in rows), requests=64,
+                                     max_bytes=4 << 20, where=self.name).run()
+                return
+            except RuntimeError as error:
+                if "ConnectionBusy" not in str(error) or attempt == 4:
+                    raise
+                time.sleep(0.5 * 2 ** attempt)
 
     @contextmanager
     def _node_answers(self):

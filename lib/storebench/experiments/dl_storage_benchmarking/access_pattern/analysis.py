@@ -289,9 +289,15 @@ def findings_text(redis: pd.DataFrame | None, s3: pd.DataFrame) -> str:
 
 
 def redis_clients(tables: ResultTables) -> pd.DataFrame | None:
-    """The Redis parser table, or None where it was not measured (its row says why)."""
+    """The Redis parser table, or None where it was not measured (its row says why; in a run measured in parts,
+    the parts without Redis say so and the one with it has the table)."""
     table = tables.get("clients_redis")
-    return None if table is None or "not_measured" in table or table.empty else table
+    if table is None or table.empty:
+        return None
+    if "not_measured" in table:
+        table = table[table.not_measured.isna()].drop(columns="not_measured")
+    table = table.drop(columns=[c for c in ("part",) if c in table]).reset_index(drop=True)
+    return table if len(table) and "objects_per_s" in table else None
 
 
 def servers(systems: pd.DataFrame) -> set[str]:

@@ -3,6 +3,8 @@ samples, per system and location; then the Redis client comparison (redis-py's p
 parser, and redis-benchmark) and the harness check (the harness vs a bare loop of client calls)."""
 from __future__ import annotations
 
+from typing import Literal
+
 import pandas as pd
 from pydantic import Field
 
@@ -22,13 +24,20 @@ class Settings(Base):
     locations: list[LocationName] = Field(min_length=1)
     samples_per_request: list[PositiveInt] = Field(min_length=1)
     restart_datasets: list[DatasetName] | None = None
+    # which workloads: sequential one by one, the full set in one request, random requests of k samples (a part
+    # of the reference run may measure some of them)
+    access: list[Literal["sequential", "full", "random"]] = Field(default=["sequential", "full", "random"],
+                                                                   min_length=1)
+    harness_check: bool = True  # the harness vs a bare loop (one part of a split run does it)
     overhead_samples_per_request: PositiveInt = 16  # the harness check's k
 
 
 def workloads(settings: Settings, n_samples: int) -> list[Workload]:
     spo, seed = 1, settings.seed
-    plan = [Workload("sequential", 1, spo, n_samples, seed), Workload("full", 0, spo, n_samples, seed)]
-    plan += [Workload("random", k, spo, n_samples, seed) for k in settings.samples_per_request]
+    plan = [Workload("sequential", 1, spo, n_samples, seed)] if "sequential" in settings.access else []
+    plan += [Workload("full", 0, spo, n_samples, seed)] if "full" in settings.access else []
+    if "random" in settings.access:
+        plan += [Workload("random", k, spo, n_samples, seed) for k in settings.samples_per_request]
     return plan
 
 
@@ -47,9 +56,9 @@ def harness_check(settings: Settings, systems=("rocksdb", "localfs"), location: 
 
 def redis_clients(settings: Settings) -> pd.DataFrame:
     """Redis k=max with redis-py's pure-Python vs hiredis parser (+ redis-benchmark), on the same data;
-    a row saying why where Redis is not among the systems."""
-    if "redis" not in settings.systems:
-        return pd.DataFrame({"not_measured": ["redis is not among access_pattern.systems"]})
+    a row saying why where Redis (or random access) is not among what this run measures."""
+    if "redis" not in settings.systems or "random" not in settings.access:
+        return pd.DataFrame({"not_measured": ["redis (random access) is not among what this run measures"]})
     dataset = datasets.load(settings.dataset, settings.n_samples)
     return clients.redis_parsers(dataset, settings, k=max(settings.samples_per_request))
 
@@ -63,4 +72,4 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
                                        "has_server": [has_server(s) for s in settings.systems]}))
     record_skipped(run, out)
     out.write("clients_redis", redis_clients(settings))
-    out.write("harness", harness_check(settings))
+    out.write("harness", harness_check(settings) if settings.harness_check else pd.DataFrame())

@@ -171,11 +171,13 @@ def _children_cpu() -> float:
 def grid(config: Settings) -> list[dict]:
     """Every (emulated compute, loader, batch size, workers) combination, in a fixed order. The real
     model runs at every batch size; an emulated compute time (fixed per batch, as a DLIO config has one
-    batch size) runs at ``emulated_batch_sizes`` (default: the largest batch size)."""
+    batch size) runs at ``emulated_batch_sizes`` (default: the largest batch size). At batch size 1 the
+    batched loader is left out where the per-sample loader runs: a batch of one sample is one read either way."""
     emulated_batches = config.emulated_batch_sizes or [max(config.batch_sizes)]
     return [dict(emulated_compute_s=float(c), loader=loader, batch_size=b, workers=w)
             for c in config.emulated_compute_s for loader in config.loaders
-            for b in (emulated_batches if c > 0 else config.batch_sizes) for w in config.workers]
+            for b in (emulated_batches if c > 0 else config.batch_sizes) for w in config.workers
+            if not (loader == "batched" and b == 1 and "per-sample" in config.loaders)]
 
 
 class TrainingResultWriter(ResultWriter):
