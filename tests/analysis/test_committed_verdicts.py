@@ -1,5 +1,6 @@
-"""Every committed findings file: each claim has a verdict of the allowed set, a CI or a stated reason,
-and the verdict its rule gives its interval; the index has a section per paper."""
+"""Every committed findings file (quick check, paper and reference): each claim has a verdict of the allowed
+set, a CI or a stated reason, and the verdict its rule gives its interval; each "does not hold" says its cause
+and what would settle it; the index has a section per paper."""
 from pathlib import Path
 
 import pytest
@@ -8,7 +9,7 @@ from storebench.core.experiment import PAPERS
 from storebench.paths import REPORTS_DIR
 from storebench.report import findings, index
 
-FILES = sorted(REPORTS_DIR.glob("*.findings.json")) + sorted((REPORTS_DIR / "paper").glob("*.findings.json"))
+FILES = sorted(REPORTS_DIR.glob("*.findings.json")) + sorted(REPORTS_DIR.glob("*/*.findings.json"))
 
 
 def test_there_are_committed_findings():
@@ -22,6 +23,8 @@ def test_each_claim_has_an_interval_or_a_reason_and_the_verdict_of_its_rule(path
         assert claim.verdict in findings.VERDICTS
         has_ci = claim.ci_low is not None and claim.ci_high is not None
         assert has_ci or claim.why, f"{claim.statement}: neither a CI nor a reason"
+        if claim.verdict == findings.DOES_NOT_HOLD:
+            assert claim.cause in findings.CAUSES and claim.settle, f"{claim.statement}: no cause or way to settle it"
         if claim.verdict == findings.NOT_COMPARABLE:
             continue
         assert claim.test is not None, f"{claim.statement}: its rule is not recorded as data"

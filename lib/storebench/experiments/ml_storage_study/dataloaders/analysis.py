@@ -6,8 +6,6 @@ workload and store beside the seed's Table 1, the figure, and the seed's stateme
 Pure: tables in, findings out (the measure module imports the summary helpers from here)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 
@@ -15,8 +13,8 @@ from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.ml_storage_study.dataloaders.best import BASELINE, best_configs, summary
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.report.findings import (DOES_NOT_HOLD, HOLDS, Claim, Findings, Metric, above, below, judge_metric,
-                                        not_comparable, ratio_rows, sig3)
+from storebench.report.findings import (HOLDS, MACHINE, PAPER_SETUP, SUBSTITUTE, UNKNOWN, Cause, Claim,
+                                        Findings, Metric, above, below, judge_metric, not_comparable, ratio_rows, sig3)
 
 # The array-native row layouts (storebench.stores.tables.TABLES; a test keeps the two equal): no rows per key.
 TABLE_SYSTEMS = ("tiledb-attrs", "tensorstore-zarr")
@@ -317,68 +315,61 @@ def _seed_layout(frame: pd.DataFrame) -> pd.DataFrame:
     return frame[own & one_row]
 
 
-def _explain(claim: Claim, cause: str, settle: str) -> Claim:
-    """A claim that does not hold, with its cause (known or not) and what would settle it (as every seed 001
-    report says it)."""
-    if claim.verdict != DOES_NOT_HOLD:
-        return claim
-    return replace(claim, why=f"Cause: {cause}. Would settle it: {settle}.")
-
-
-# Why a statement of the seed may not hold here: (cause, what would settle it), per claim.
+# Why a statement of the seed may not hold here (kept on the claim only when it does not), per claim.
 CAUSES = {
-    "write_rocksdb_r1:tensorstore": (
-        "known, a substitute: the seed's TensorStore held text and graph in its in-memory kvstore; ours writes "
-        "one file per key on disk and TensorStore syncs each file it writes (its file_io_sync default)",
+    "write_rocksdb_r1:tensorstore": Cause(
+        SUBSTITUTE, "the seed's TensorStore held text and graph in its in-memory kvstore; ours writes one file per "
+        "key on disk and TensorStore syncs each file it writes (its file_io_sync default)",
         "TensorStore's memory kvstore (or its file kvstore with file_io_sync off) beside RocksDB R=1"),
-    "write_rocksdb_r1:tensorstore-zarr": (
-        "partly a substitute: zarr here, the seed's tuned N5; TensorStore syncs every chunk file it writes "
+    "write_rocksdb_r1:tensorstore-zarr": Cause(
+        SUBSTITUTE, "partly: zarr here, the seed's tuned N5; TensorStore syncs every chunk file it writes "
         "(file_io_sync), RocksDB syncs nothing (its WAL unsynced)",
         "TensorStore's N5 driver with the seed's settings, both stores at one durability"),
-    "write_rocksdb_r1:tiledb-attrs": (
-        "not known: TileDB writes each column array as one fragment here, RocksDB one put per row",
+    "write_rocksdb_r1:tiledb-attrs": Cause(
+        UNKNOWN, "TileDB writes each column array as one fragment here, RocksDB one put per row",
         "the seed's write times (its Fig 1 gives no values)"),
-    "write_text_tiledb": (
-        "known, the machine: TileDB's parallel writers (the seed's reason) share 2 cores here with the encoder",
+    "write_text_tiledb": Cause(
+        MACHINE, "TileDB's parallel writers (the seed's reason) share 2 cores here with the encoder",
         "the same write on a machine with 16+ cores"),
-    "write_image_tensorstore": (
-        "partly a substitute: zarr here, the seed's N5 driver with its own tuned chunking and compression",
+    "write_image_tensorstore": Cause(
+        SUBSTITUTE, "partly: zarr here, the seed's N5 driver with its own tuned chunking and compression",
         "TensorStore's N5 driver with the seed's chunk and compression settings (not published)"),
-    "fastest_store": (
-        "not known; possibly the machine (W up to 4 on 2 cores instead of 8-32 on 20) or a substitute (TensorStore: "
+    "fastest_store": Cause(
+        UNKNOWN, "possibly the machine (W up to 4 on 2 cores instead of 8-32 on 20) or a substitute (TensorStore: "
         "the seed's in-memory kvstore for text and graph, N5 for images; ours on disk, zarr)",
         "the seed's Table 1 configurations on a 20-core machine, TensorStore in its in-memory kvstore"),
-    "loader_kind": (
-        "the machine, likely: the seed's best configurations use 8-32 workers, where an iterable loader's prefetch "
+    "loader_kind": Cause(
+        MACHINE, "likely: the seed's best configurations use 8-32 workers, where an iterable loader's prefetch "
         "overlaps more; here W <= 4 on 2 cores",
         "the same loaders with 16-32 workers on 20 cores"),
-    "rocksdb_best_r": (
-        "not known: packing more rows per key cuts the calls per batch; where a larger R no longer helps here, "
+    "rocksdb_best_r": Cause(
+        UNKNOWN, "packing more rows per key cuts the calls per batch; where a larger R no longer helps here, "
         "the per-call cost of this client is small beside the decoding",
         "the seed's per-R epoch times (its Figs 3, 6, 9 give no values)"),
-    "beats_ext4": (
-        "the paper's setup, likely: our ext4 baseline is packed like the stores (its best R rows per file, every "
+    "beats_ext4": Cause(
+        PAPER_SETUP, "likely: our ext4 baseline is packed like the stores (its best R rows per file, every "
         "file in the page cache), the seed's was the dataset's own files",
         "ext4 read as the seed read it (its files are not described), and the seed's epoch times"),
-    "workers_help": (
-        "known, the machine: 2 cores shared by the loader, its workers and the store; each batch a worker makes "
+    "workers_help": Cause(
+        MACHINE, "2 cores shared by the loader, its workers and the store; each batch a worker makes "
         "crosses processes (shared memory), which costs more than the read it takes off the main process when the "
         "data is in the page cache",
         "the same grid with W up to 32 on 16+ cores"),
-    "workers_diminish": (
-        "not known: more workers than cores should not help on a CPU-bound loader",
+    "workers_diminish": Cause(
+        UNKNOWN, "more workers than cores should not help on a CPU-bound loader",
         "the same grid with W up to 32 on 16+ cores"),
-    "prefetch_256": (
-        "not known: with the data in the page cache a longer read amortises the per-request cost further",
+    "prefetch_256": Cause(
+        UNKNOWN, "with the data in the page cache a longer read amortises the per-request cost further",
         "the seed's per-PF epoch times (its Fig 4 gives no values) and its disk"),
-    "tiledb_needs_workers": (
-        "not known: TileDB's one read per chunk is cheap beside RocksDB's multi_get here",
+    "tiledb_needs_workers": Cause(
+        UNKNOWN, "TileDB's one read per chunk is cheap beside RocksDB's multi_get here",
         "the same loaders with 8-16 workers on 16+ cores"),
 }
+NO_VALUES = Cause(UNKNOWN, "", "the seed's own values (its figures give none)")
 
 
 def _seed_claim(key: str, claim: Claim) -> Claim:
-    return _explain(claim, *CAUSES.get(key, ("not known", "the seed's own values (its figures give none)")))
+    return claim.explained(CAUSES.get(key, NO_VALUES))
 
 
 def claims(summary: pd.DataFrame, writes: pd.DataFrame, cores: int = 2) -> tuple:

@@ -5,7 +5,6 @@ cost per byte, the figure, and the seed's statements judged as claims at each du
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,7 @@ import pandas as pd
 from storebench.experiments.ml_storage_study.embeddings import STREAM_STANDS_FOR, UPDATES, LOCALITIES, SWEEPS, CONFIG_KEYS
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
-from storebench.report.findings import (DOES_NOT_HOLD, Claim, Findings, Metric, above, judge, judge_metric,
+from storebench.report.findings import (PAPER_SETUP, Cause, Claim, Findings, Metric, above, judge, judge_metric,
                                         not_comparable, power, ratio, within)
 
 EXPERIMENT = "embeddings"
@@ -538,15 +537,13 @@ class _Costs:
                 f"{c['per_kib_us']:.3g} us per KiB moved (R^2 {c['r2']:.2f}){shares}")
 
 
-SETUP = "the paper's setup"  # the kind of cause of these claims (others: the machine, a substitute, not known)
+SETUP = PAPER_SETUP  # the kind of cause of these claims: the seed does not state its stores' settings
 
 
 def _explain(claim: Claim, kind: str, cause: str, settle: str) -> Claim:
-    """A claim that does not hold, with the kind of its cause (the machine, a substitute, the paper's setup,
-    or not known), what our numbers show of it, and what would settle it."""
-    if claim.verdict != DOES_NOT_HOLD:
-        return claim
-    return replace(claim, why=f"Cause ({kind}): {cause}. Would settle it: {settle}.")
+    """A claim with the kind of its cause, what our numbers show of it, and what would settle it (kept on the
+    claim only when it does not hold)."""
+    return claim.explained(Cause(kind, cause, settle))
 
 
 _SEED_VALUES = "the seed's own times (its Figs 13-15 give no values) and its store settings"

@@ -4,14 +4,12 @@
 Memory is shown both ways: RSS (resident) and VSZ (virtual, what the seed plotted)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pandas as pd
 
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.ml_storage_study import published as paper001
-from storebench.report.findings import DOES_NOT_HOLD, Claim, Findings, below, judge, not_comparable
+from storebench.report.findings import UNKNOWN, Cause, Claim, Findings, below, judge, not_comparable
 
 PAPER = {"text_graph": "text and graph: ext4 and TensorStore stay below 1,000% aggregate CPU; TileDB (and ext4) "
                        "spike in intervals (workers); TensorStore starts high, then drops to ext4's level",
@@ -184,15 +182,12 @@ def _memory_claim(timeline: pd.DataFrame) -> Claim:
                               "this scale")
     value, ci, n = mean_ci(shown)
     beside = f"; RSS range / peak {rss.min():.0%}-{rss.max():.0%}" if len(vsz) and len(rss) else ""
-    claim = judge(ref, statement, f"TensorStore {view} range / peak over the epochs, mean over {n} workload x "
-                  f"layout{beside}", value, _share_ci(value, ci), below(CONSTANT), unit="%")
-    if claim.verdict != DOES_NOT_HOLD:
-        return claim
-    return replace(claim, why=f"Cause (not known): TensorStore's {view.split(' ')[0]} moves by more than "
-                              f"{CONSTANT:.0%} of its peak over the epochs (its caches and thread pools grow with the "
-                              "reads), which the seed's 20-core run with up to 32 workers may have hidden at its "
-                              "scale. Would settle it: the seed's memory numbers (its Figs 19-21 give no values) or "
-                              "its TensorStore context settings (cache pool, data-copy concurrency).")
+    cause = Cause(UNKNOWN, f"TensorStore's {view.split(' ')[0]} moves by more than {CONSTANT:.0%} of its peak over "
+                  "the epochs (its caches and thread pools grow with the reads), which the seed's 20-core run with up "
+                  "to 32 workers may have hidden at its scale", "the seed's memory numbers (its Figs 19-21 give no "
+                  "values) or its TensorStore context settings (cache pool, data-copy concurrency)")
+    return judge(ref, statement, f"TensorStore {view} range / peak over the epochs, mean over {n} workload x "
+                 f"layout{beside}", value, _share_ci(value, ci), below(CONSTANT), unit="%", cause=cause)
 
 
 def findings(rows: pd.DataFrame, timeline: pd.DataFrame, claims: tuple = ()) -> Findings:

@@ -9,9 +9,7 @@ from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci
 from storebench.experiments.ml_storage_study import published as paper001
 from storebench.experiments.ml_storage_study.dataloaders.analysis import size_text
-from dataclasses import replace
-
-from storebench.report.findings import (DOES_NOT_HOLD, Claim, Findings, interval_text, Metric, above, judge,
+from storebench.report.findings import (PAPER_SETUP, UNKNOWN, Cause, Findings, interval_text, Metric, above, judge,
                                         judge_metric, not_comparable, ratio, within)
 
 PAPER = {"text_base_mb": 228, "graph_base_mb": 21, "largest_gb": 1.0,
@@ -188,38 +186,30 @@ def claims(summary: pd.DataFrame) -> tuple:
                                            "one input size of graph measured at this scale"))
             continue
         r = part.iloc[0]
-        made.append(_explain(judge(ref, statement, f"{system} read time x{r.size_ratio:g} input / x1, graph",
-                                   r.read_growth, (r.read_growth_low, r.read_growth_high),
-                                   within(*FLAT) if flat else above(FLAT[1])),
-                             *(CAUSES["flat"] if flat else CAUSES["growing"])))
+        made.append(judge(ref, statement, f"{system} read time x{r.size_ratio:g} input / x1, graph",
+                          r.read_growth, (r.read_growth_low, r.read_growth_high),
+                          within(*FLAT) if flat else above(FLAT[1]), cause=CAUSES["flat" if flat else "growing"]))
     for r in (g.itertuples() if len(g) else ()):
         if r.system not in SEED_STORES:
             continue
-        made.append(_explain(judge(ref, f"{r.workload}: {r.system}'s write time grows with the input.",
-                                   f"{r.system} write time x{r.size_ratio:g} input / x1, {r.workload}", r.write_growth,
-                                   (r.write_growth_low, r.write_growth_high), above(1.0)), *CAUSES["write_grows"]))
+        made.append(judge(ref, f"{r.workload}: {r.system}'s write time grows with the input.",
+                          f"{r.system} write time x{r.size_ratio:g} input / x1, {r.workload}", r.write_growth,
+                          (r.write_growth_low, r.write_growth_high), above(1.0), cause=CAUSES["write_grows"]))
     made += _slowest_writer(summary)
     return tuple(made)
 
 
 SEED_STORES = ("rocksdb", "tiledb-attrs", "tensorstore", "tensorstore-zarr")  # the seed's "DBs" (ext4: its baseline)
-CAUSES = {  # why a statement may not hold here: (cause, what would settle it)
-    "flat": ("known: an epoch reads every row, so its time grows with the rows here; a time flat over x50 the rows "
-             "means the seed's reads did not grow with its input (a fixed cost dominating, or rows not all read)",
-             "the seed's per-size times (its Fig 12 gives no values) and its loader code"),
-    "growing": ("not known: the loader reads every row each epoch, so its time should grow with the input",
-                "the same sizes on another machine, or a profile of the loader at the largest input"),
-    "write_grows": ("not known: writing more rows should take longer", "the write at more sizes, repeated"),
-    "tiledb_slowest": ("not known: TileDB writes each column as one fragment here, in TileDB's own threads",
-                       "the seed's write times (its Fig 12 gives no values) and its TileDB write code"),
+CAUSES = {  # why a statement may not hold here (kept on the claim only when it does not)
+    "flat": Cause(PAPER_SETUP, "likely: an epoch reads every row, so its time grows with the rows here; a time flat "
+                  "over x50 the rows means the seed's reads did not grow with its input (a fixed cost dominating, or "
+                  "rows not all read)", "the seed's per-size times (its Fig 12 gives no values) and its loader code"),
+    "growing": Cause(UNKNOWN, "the loader reads every row each epoch, so its time should grow with the input",
+                     "the same sizes on another machine, or a profile of the loader at the largest input"),
+    "write_grows": Cause(UNKNOWN, "writing more rows should take longer", "the write at more sizes, repeated"),
+    "tiledb_slowest": Cause(UNKNOWN, "TileDB writes each column as one fragment here, in TileDB's own threads",
+                            "the seed's write times (its Fig 12 gives no values) and its TileDB write code"),
 }
-
-
-def _explain(claim: Claim, cause: str, settle: str) -> Claim:
-    """A claim that does not hold, with its cause (known or not) and what would settle it."""
-    if claim.verdict != DOES_NOT_HOLD:
-        return claim
-    return replace(claim, why=f"Cause: {cause}. Would settle it: {settle}.")
 
 
 def _slowest_writer(summary: pd.DataFrame) -> list:
@@ -237,8 +227,8 @@ def _slowest_writer(summary: pd.DataFrame) -> list:
             continue
         t, o = tiledb.loc[tiledb.write_mean.idxmax()], others.loc[others.write_mean.idxmax()]
         m = ratio("", "", t.write_mean, t.write_ci95, o.write_mean, o.write_ci95)
-        out.append(_explain(judge_metric(ref, statement, f"{t.system} / slowest other DB ({o.system}) write time at "
-                                         f"x{int(t.factor)}", m, above(1.0)), *CAUSES["tiledb_slowest"]))
+        out.append(judge_metric(ref, statement, f"{t.system} / slowest other DB ({o.system}) write time at "
+                                f"x{int(t.factor)}", m, above(1.0), cause=CAUSES["tiledb_slowest"]))
     return out
 
 
