@@ -59,3 +59,15 @@ def test_the_pipeline_prepares_exactly_the_datasets_with_a_prepare_step():
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["prepare"]
     assert stage["foreach"] == [name for name, s in sources.SOURCES.items() if s.prepare]
     assert stage["do"]["cmd"].startswith("python -m storebench.data.datasets prepare")
+
+
+def test_cifar10_is_the_train_split_then_the_test_split(tmp_path):
+    """Prepared from the files `make data` fetched (the PNG mirror, grouped by class, or the official
+    archive): the first 50,000 images are exactly the train split (5,000 per class), the last 10,000
+    the test split, so a 50,000-sample head is CIFAR-10's training set."""
+    sources.prepare("cifar10", out_dir=tmp_path)
+    labels = datasets.load("cifar10", prepared_dir=tmp_path).labels
+    assert len(labels) == 60_000
+    assert (np.bincount(labels[:50_000], minlength=10) == 5_000).all()
+    assert (np.bincount(labels[50_000:], minlength=10) == 1_000).all()
+    assert len(set(labels[:100].tolist())) > 5  # shuffled within each split, not grouped by class

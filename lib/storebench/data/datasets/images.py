@@ -150,16 +150,19 @@ def _cifar10_from_pngs(archives) -> tuple[np.ndarray, np.ndarray]:
     from PIL import Image
     from storebench.core.progress import tqdm
 
+    rng = np.random.default_rng(CIFAR10_ORDER_SEED)
     images, labels = [], []
-    for archive in archives:
+    for archive in archives:  # train, then test: each split shuffled within itself, so a head is train only
+        split_images, split_labels = [], []
         with tarfile.open(archive) as tar:
             members = sorted((m for m in tar.getmembers() if m.name.endswith(".png")), key=lambda m: m.name)
             for member in tqdm(members, desc=f"decode {archive.name}", unit="png", delay=2, mininterval=5):
-                label = CIFAR10_CLASSES.index(member.name.split("/")[1])
-                images.append(np.asarray(Image.open(io.BytesIO(tar.extractfile(member).read())).convert("RGB")))
-                labels.append(label)
-    order = np.random.default_rng(CIFAR10_ORDER_SEED).permutation(len(images))
-    return np.stack(images)[order], np.array(labels, dtype=np.uint8)[order]
+                split_labels.append(CIFAR10_CLASSES.index(member.name.split("/")[1]))
+                split_images.append(np.asarray(Image.open(io.BytesIO(tar.extractfile(member).read())).convert("RGB")))
+        order = rng.permutation(len(split_images))
+        images.append(np.stack(split_images)[order])
+        labels.append(np.array(split_labels, dtype=np.uint8)[order])
+    return np.concatenate(images), np.concatenate(labels)
 
 
 def _cifar10_from_pickles(archive: Path) -> tuple[np.ndarray, np.ndarray]:

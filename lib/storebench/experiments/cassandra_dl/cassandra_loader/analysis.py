@@ -9,8 +9,8 @@ from storebench.core.experiment import ResultTables
 from storebench.core.stats import mean_ci, ratio_interval
 from storebench.experiments.cassandra_dl import published as paper004
 from storebench.experiments.cassandra_dl.cassandra_loader.saturation import SATURATION_GAIN, Saturation, saturation
-from storebench.report.findings import (MACHINE, UNKNOWN, Cause, Findings, Metric, above, below, judge_metric,
-                                        not_comparable, ratio)
+from storebench.report.findings import (MACHINE, UNKNOWN, Cause, Findings, Metric, above, below, interval_text,
+                                        judge_metric, not_comparable, ratio)
 
 
 EXPERIMENT = "cassandra_loader"
@@ -39,6 +39,25 @@ def table1(batches: pd.DataFrame) -> pd.DataFrame:
                                 "mb_per_s": "seed_mb_per_s"})[["encoding", "batch_size", "seed_ms_per_batch",
                                                               "seed_images_per_s", "seed_mb_per_s"]]
     return ours.merge(seed, on=["encoding", "batch_size"], how="left")
+
+
+def cold_vs_warm(cold: pd.DataFrame, batches: pd.DataFrame) -> pd.DataFrame:
+    """Per system and encoding: images/s of the epochs read right after a restart with the files evicted
+    beside Table 1's warm passes at the same batch size, warm / cold with its 95% CI; the keyspace's
+    largest page-cache residency before a cold epoch and the mean restart time (not in the read time)."""
+    rows = []
+    for (system, encoding, b), g in (cold.groupby(["system", "encoding", "batch_size"], sort=False)
+                                     if len(cold) else ()):
+        warm = batches[(batches.system == system) & (batches.encoding == encoding) & (batches.batch_size == b)]
+        value, low, high = ratio_interval(warm.images_per_s, g.images_per_s)
+        rate, rate_ci, n = mean_ci(g.images_per_s)
+        rows.append({"system": system, "encoding": encoding, "batch_size": b, "cold_epochs": n,
+                     "cold_images_per_s": rate, "cold_images_per_s_ci": rate_ci, "cold_mb_per_s": g.mb_per_s.mean(),
+                     "warm_images_per_s": warm.images_per_s.mean(), "warm_over_cold": value,
+                     "warm_over_cold_low": low, "warm_over_cold_high": high,
+                     "resident_before_max": g.resident_fraction.max(), "keyspace_mb": g.keyspace_bytes.max() / 1e6,
+                     "restart_s": g.server_restart_seconds.mean()})
+    return pd.DataFrame(rows)
 
 
 def table2(latency: pd.DataFrame, gain: float = SATURATION_GAIN) -> pd.DataFrame:
@@ -76,7 +95,7 @@ def fed(feeds: pd.DataFrame) -> pd.DataFrame:
 
 
 def findings(batches: pd.DataFrame, latency: pd.DataFrame, feeds: pd.DataFrame, config, cores=None,
-             claims: tuple = (), metrics: tuple = ()) -> Findings:
+             claims: tuple = (), metrics: tuple = (), cold: pd.DataFrame = pd.DataFrame()) -> Findings:
     t1 = table1(batches)
     cass = t1[t1.system == CASSANDRA]
     lines = [f"Machine: this {cores}-core VM, Cassandra and the loader on the same cores; the seed: "
@@ -105,6 +124,14 @@ def findings(batches: pd.DataFrame, latency: pd.DataFrame, feeds: pd.DataFrame, 
         lines.append("- **Every system, same loader** (best img/s over batch sizes): "
                      + "; ".join(f"{s}: " + ", ".join(f"{e} {v:,.0f}" for e, v in row.items())
                                  for s, row in best_by.iterrows()) + ".")
+    for r in cold_vs_warm(cold, batches).itertuples():
+        lines.append(f"- **Cold, {r.encoding}** ({r.system}, batch {r.batch_size}, {r.cold_epochs} "
+                     f"epoch{'s' if r.cold_epochs != 1 else ''}, each right after a restart with its files evicted; {r.keyspace_mb:,.0f} MB on disk, at most "
+                     f"{r.resident_before_max:.0%} of it in the page cache before an epoch): "
+                     f"{r.cold_images_per_s:,.0f} img/s ({r.cold_mb_per_s:.0f} MB/s) against {r.warm_images_per_s:,.0f} "
+                     f"warm: warm is {interval_text(r.warm_over_cold, r.warm_over_cold_low, r.warm_over_cold_high, 'x')} "
+                     f"cold. A restart took {r.restart_s:.0f} s (not in the read time). The seed read from disk; its "
+                     "Table 1 does not say whether its page cache held the data.")
     gain = saturation_gain(config)
     for encoding, g in (latency.groupby("encoding", sort=False) if len(latency) else ()):
         sat = saturation(g, gain)
@@ -126,13 +153,14 @@ def findings(batches: pd.DataFrame, latency: pd.DataFrame, feeds: pd.DataFrame, 
     return Findings("Cassandra loader: " + "; ".join(headline), "\n".join(lines), metrics, claims)
 
 
-def figure(batches: pd.DataFrame, latency: pd.DataFrame, gain: float = SATURATION_GAIN):
+def figure(batches: pd.DataFrame, latency: pd.DataFrame, gain: float = SATURATION_GAIN,
+           cold: pd.DataFrame = pd.DataFrame()):
     """Fig 2 (MB/s vs batch size per encoding, ours per system and the seed's Cassandra) and Table 2's percentiles."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
 
-    t1 = table1(batches)
+    t1, cold_rates = table1(batches), cold_vs_warm(cold, batches)
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.2))
     systems = sorted(t1.system.unique())
     colors = plots.palette(systems)
@@ -143,6 +171,12 @@ def figure(batches: pd.DataFrame, latency: pd.DataFrame, gain: float = SATURATIO
             ax.errorbar(g.batch_size, g.images_per_s, yerr=plots.errorbars(g.images_per_s, g.images_per_s_ci),
                         marker=plots.marker(system), capsize=3, label=system, color=colors[system])
             plots._cut_marks(ax, g.batch_size, g.images_per_s, g.images_per_s_ci, colors[system])
+        for r in (cold_rates[cold_rates.encoding == encoding].itertuples() if len(cold_rates) else ()):
+            ax.errorbar([r.batch_size], [r.cold_images_per_s], yerr=[[r.cold_images_per_s_ci], [r.cold_images_per_s_ci]],
+                        marker=plots.marker(r.system), mfc="white", ls="none", capsize=3, color=colors[r.system],
+                        label=f"{r.system}, cold (restart + evict)")
+            ax.annotate("cold", (r.batch_size, r.cold_images_per_s), textcoords="offset points", xytext=(6, -10),
+                        fontsize=8, color=colors[r.system])
         seed = paper004.TABLE1[paper004.TABLE1.image_kb == (20 if encoding == "jpeg" else 150)]
         ax.plot(seed.batch_size, seed.images_per_s, **plots.REFERENCE_STYLE)
         ax.set_yscale("log")  # after the error bars (see plots.lines_with_ci)
@@ -171,23 +205,26 @@ def figure(batches: pd.DataFrame, latency: pd.DataFrame, gain: float = SATURATIO
     plots.system_legend(fig, systems, extra=paper)
     fig.tight_layout()
     plots.footnote(fig, f"Ours: this VM, server and loader sharing its cores; mean of the repeats, error bars "
-                        f"95% CI. Seed: {paper004.MACHINE}.")
+                        f"95% CI; hollow 'cold': whole epochs right after a restart with the files evicted (the rest "
+                        f"warm). Seed: {paper004.MACHINE}.")
     return fig
 
 
 # ------------------------------------------------------------------ the contract: analyse, figures, claims
 def analyse(tables: ResultTables) -> Findings:
     batches, latency, feeds = _tables(tables)
+    cold = tables.get(f"{EXPERIMENT}_cold", pd.DataFrame())
     cores = tables.manifest.get("machine", {}).get("cores")
     t1 = table1(batches)
     gain = saturation_gain(tables.settings)
     return findings(batches, latency, feeds, tables.settings, cores, claims(t1, latency, feeds, cores, gain),
-                    metrics(t1, latency, gain))
+                    metrics(t1, latency, gain) + cold_metrics(cold_vs_warm(cold, batches)), cold)
 
 
 def figures(tables: ResultTables) -> dict:
     batches, latency, _ = _tables(tables)
-    return {"loader": figure(batches, latency, saturation_gain(tables.settings))}
+    cold = tables.get(f"{EXPERIMENT}_cold", pd.DataFrame())
+    return {"loader": figure(batches, latency, saturation_gain(tables.settings), cold)}
 
 
 def _percentile_ratio(latency: pd.DataFrame, percentile: str, sat: Saturation) -> Metric:
@@ -245,6 +282,14 @@ def metrics(t1: pd.DataFrame, latency: pd.DataFrame = pd.DataFrame(), gain: floa
             out.append(ratio(system, f"best {encoding} img/s vs Cassandra (one loader)", row.images_per_s,
                              row.images_per_s_ci, cass.images_per_s, cass.images_per_s_ci))
     return tuple(out)
+
+
+def cold_metrics(cold: pd.DataFrame) -> tuple:
+    """Per system and encoding: warm / cold images/s at the cold epochs' batch size."""
+    return tuple(Metric(r.system, f"{r.encoding} warm / cold img/s, batch {r.batch_size} (cold: restart + evict)",
+                        r.warm_over_cold, None, 1.0, "x", r.warm_over_cold_low, r.warm_over_cold_high,
+                        "" if pd.notna(r.warm_over_cold_low) else "one cold epoch: no CI")
+                 for r in cold.itertuples())
 
 
 def _rate(part: pd.DataFrame, batch: int):

@@ -8,6 +8,11 @@ Sec 5.2's "how many GPUs does a loader feed").
   (time-based: a pass crosses epoch boundaries, and the passes follow one another without a gap, so
   no pass starts with batches the loader prefetched while nobody timed): ms per batch (mean +- 95%
   CI over the batches), images/s, MB/s, the loader's CPU%.
+- **cold epochs** (Cassandra, where the seed read ImageNet from disk): ``cold_epochs`` times, the node
+  flushed, stopped, its files evicted from the page cache, started again and its keyspace evicted once
+  more (``storebench.testbed.locations``' ``restart-evict``), then one whole epoch read at ``cold_batch``,
+  timed from its first request; the keyspace's page-cache residency before it and the restart time
+  (never in the read time) beside. Table 1 is the warm case.
 - **server latency under load, up to saturation**: 1, 2, 4, ... loader PROCESSES (the counts of
   ``latency_loaders``, ascending) reading batches of ``latency_batch`` for ``latency_seconds``, each
   count ``latency_repeats`` times; the sweep stops at the first count whose mean aggregate MB/s
@@ -40,11 +45,12 @@ from storebench.data import imagesets
 from storebench.data import splits as sp
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from storebench.core.repeats import RepeatPolicy, repeat_cell
 from storebench.core.experiment import ResultsDir
-from storebench.core.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Settings as Base, StoreName
+from storebench.core.settings import (NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base,
+                                      StoreName)
 from storebench.loaders.opener import StoreOpener
 from storebench.loaders.prefetch import CassandraBlobs, Catalog, PrefetchLoader, StoreBlobs
 from storebench.paths import scratch_dir
@@ -56,9 +62,11 @@ from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci
 from storebench.experiments.common import Skipped, record_skipped
 from storebench.experiments.cassandra_dl.cassandra_loader.saturation import saturation
+from storebench.testbed.locations import evict, residency
 
 EXPERIMENT = "cassandra_loader"
 LOCATION = "disk-warm"
+COLD = "disk-cold"  # a cold epoch's location; its method is storebench.testbed.locations' "restart-evict"
 CASSANDRA = "cassandra"  # the seed's loader: async single-partition reads of data_by_uuid
 
 
@@ -79,6 +87,8 @@ class Settings(Base):
     replication_factor: PositiveInt
     consistency: Literal["ONE", "QUORUM", "ALL", "LOCAL_ONE", "LOCAL_QUORUM"]
     pass_seconds: PositiveFloat  # Table 1: timed reading per repeat (time-based passes)
+    cold_epochs: NonNegativeInt  # Cassandra: whole epochs read right after a restart with its files evicted
+    cold_batch: PositiveInt
     latency_loaders: Annotated[list[PositiveInt], AfterValidator(_ascending)]
     latency_repeats: PositiveInt
     saturation_gain: NonNegativeFloat  # the sweep stops where more loaders gain less MB/s than this share
@@ -90,6 +100,13 @@ class Settings(Base):
     feed_seconds: PositiveFloat
     feed_systems: list[StoreName]
 
+    @model_validator(mode="after")
+    def _cold_batch_measured_warm(self):
+        if self.cold_epochs and self.cold_batch not in self.batch_sizes:
+            raise ValueError(f"cold_batch {self.cold_batch} must be one of batch_sizes {self.batch_sizes}, so its "
+                             "warm rate is measured beside the cold one")
+        return self
+
 
 @dataclass
 class LoaderRun:
@@ -97,13 +114,15 @@ class LoaderRun:
     batches: pd.DataFrame = field(default_factory=pd.DataFrame)    # one row per (system, encoding, B, pass)
     latency: pd.DataFrame = field(default_factory=pd.DataFrame)    # Table 2
     feeds: pd.DataFrame = field(default_factory=pd.DataFrame)      # accelerators fed, per probe
+    cold: pd.DataFrame = field(default_factory=pd.DataFrame)       # Cassandra's cold epochs
     ingest: pd.DataFrame = field(default_factory=pd.DataFrame)
     skipped: list[Skipped] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     def save(self, out: ResultsDir) -> None:
         for frame, name in ((self.batches, EXPERIMENT), (self.latency, f"{EXPERIMENT}_latency"),
-                            (self.feeds, f"{EXPERIMENT}_feeds"), (self.ingest, f"{EXPERIMENT}_ingest")):
+                            (self.feeds, f"{EXPERIMENT}_feeds"), (self.cold, f"{EXPERIMENT}_cold"),
+                            (self.ingest, f"{EXPERIMENT}_ingest")):
             out.write(name, frame)
         record_skipped(self, out)
 
@@ -197,6 +216,43 @@ def short_circuited(source, catalog: Catalog, splits: sp.Splits, batch_size: int
                              "cpu_percent": 100 * ((cpu.user - cpu0.user) + (cpu.system - cpu0.system)) / seconds,
                              "threads": me.num_threads()}
         return repeat_cell(policy, one_pass).annotated_rows(policy)
+
+
+# ------------------------------------------------------------------ cold epochs (Cassandra)
+def cold_epochs(source, catalog: Catalog, splits: sp.Splits, service, keyspace: str, config: dict) -> list[dict]:
+    """``cold_epochs`` whole epochs at ``cold_batch``, each right after the node was restarted with its
+    files evicted: images/s from the first request to the last batch (the connection is set up before)."""
+    service.nodetool("flush", keyspace)  # every row in sstables on disk: nothing replayed into memory at start
+    rows = []
+    for repeat in range(config["cold_epochs"]):
+        restart_seconds, resident = restart_evicted(service, keyspace)
+        with PrefetchLoader(source, catalog, splits, batch_size=config["cold_batch"], depth=config["depth"]) as loader:
+            loader.connect(0)
+            images = nbytes = 0
+            start = time.perf_counter()
+            for _ in range(loader.num_batches[0]):
+                batch = loader.load_batch(0)
+                images += len(batch.ids)
+                nbytes += sum(len(b) for b in batch.blobs)
+            seconds = time.perf_counter() - start
+        rows.append({"batch_size": config["cold_batch"], "repeat": repeat, "images": images, "bytes": nbytes,
+                     "seconds": seconds, "images_per_s": images / seconds, "mb_per_s": nbytes / seconds / 1e6,
+                     "cold_method": "restart-evict", "resident_fraction": resident.fraction,
+                     "keyspace_bytes": resident.total_bytes, "server_restart_seconds": restart_seconds})
+    return rows
+
+
+def restart_evicted(service, keyspace: str):
+    """Stop the node, evict its files, start it, evict the keyspace's files again (what the start read):
+    (seconds from stop to ready, the keyspace's page-cache residency right after)."""
+    start = time.perf_counter()
+    service.stop()
+    evict(path for path in service.data_dir.rglob("*") if path.is_file())
+    service.start()
+    seconds = time.perf_counter() - start
+    files = [path for path in service.data_dir.rglob("*") if path.is_file() and keyspace in path.parts]
+    evict(files)
+    return seconds, residency(files)
 
 
 # ------------------------------------------------------------------ Table 2: latency under load
@@ -329,8 +385,9 @@ def accelerators_fed(source, catalog, splits, rate: float, config: dict) -> list
 
 
 # ------------------------------------------------------------------ the run
-def measure_system(system, images, config, services, result, latency, feeds, work) -> list[dict]:
-    """Table 1 rows of ``system`` for one image set; accelerators fed and Table 2 where asked."""
+def measure_system(system, images, config, services, result, latency, feeds, cold, work) -> list[dict]:
+    """Table 1 rows of ``system`` for one image set; accelerators fed, Cassandra's cold epochs and
+    Table 2 where asked."""
     splits = whole_split(images)
     versions = {"client_version": package_version(get_store_class(system).client_package)}
     with written(system, images, config, services, result) as (source, catalog, cassandra):
@@ -344,10 +401,15 @@ def measure_system(system, images, config, services, result, latency, feeds, wor
             feeds += [{"system": system, "encoding": images.encoding, **p}
                       for p in accelerators_fed(source, catalog, splits, rate, config)]
         if cassandra is not None:
-            endpoint, service, _ = cassandra
+            endpoint, service, keyspace = cassandra
             if service is None:
                 result.skipped.append(Skipped(system, LOCATION, "latency under load", "nodetool needs the local node's JMX"))
+                if config["cold_epochs"]:
+                    result.skipped.append(Skipped(system, COLD, "cold epochs", "a node storebench does not run "
+                                                  "cannot be restarted by it"))
             else:
+                cold += [{"system": system, "encoding": images.encoding, "location": COLD, **r, **versions}
+                         for r in cold_epochs(source, catalog, splits, service, keyspace, config)]
                 latency += latency_sweep(endpoint, service, images, config, work)
     return [{"system": system, "encoding": images.encoding, "location": location_of(system), **r, **versions}
             for r in rows]
@@ -362,16 +424,16 @@ def run(settings: Settings, out: ResultsDir | None = None, progress: bool = True
     config = {**settings.as_dict(), "progress": progress, "policy": settings.policy}
     result = LoaderRun(config)
     work = scratch_dir(EXPERIMENT)
-    batches, latency, feeds = [], [], []
+    batches, latency, feeds, cold = [], [], [], []
     sets = {e: imagesets.image_set(config["images"], e, config["seed"], config["originals"]) for e in config["encodings"]}
     result.notes += [images.describe() for images in sets.values()]
     with ServicePool(config["endpoints"]) as services:
         for system in tqdm(config["systems"], desc="systems", disable=not progress):  # each server started once
             for images in sets.values():
-                batches += measure_system(system, images, config, services, result, latency, feeds, work)
+                batches += measure_system(system, images, config, services, result, latency, feeds, cold, work)
     provenance = {**machine(), "scale": config["scale"]}
-    result.batches, result.latency, result.feeds = (pd.DataFrame(rows).assign(**provenance)
-                                                    for rows in (batches, latency, feeds))
+    result.batches, result.latency, result.feeds, result.cold = (pd.DataFrame(rows).assign(**provenance)
+                                                                 for rows in (batches, latency, feeds, cold))
     result.ingest = result.ingest.assign(**provenance)
     if out is not None:
         result.save(out)

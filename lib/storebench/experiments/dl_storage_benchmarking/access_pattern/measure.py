@@ -45,7 +45,7 @@ def harness_check(settings: Settings, systems=("rocksdb", "localfs"), location: 
     """Harness overhead on the fastest stores (where it would show most), random k requests."""
     from storebench.core.timing import harness_overhead
 
-    dataset = datasets.load(settings.dataset, settings.n_samples)
+    dataset = datasets.load(settings.dataset, settings.samples_of(settings.dataset))
     k = settings.overhead_samples_per_request
     rows = []
     for system in systems:
@@ -59,7 +59,7 @@ def redis_clients(settings: Settings) -> pd.DataFrame:
     a row saying why where Redis (or random access) is not among what this run measures."""
     if "redis" not in settings.systems or "random" not in settings.access:
         return pd.DataFrame({"not_measured": ["redis (random access) is not among what this run measures"]})
-    dataset = datasets.load(settings.dataset, settings.n_samples)
+    dataset = datasets.load(settings.dataset, settings.samples_of(settings.dataset))
     return clients.redis_parsers(dataset, settings, k=max(settings.samples_per_request))
 
 

@@ -86,7 +86,7 @@ def place_and_measure(config: Settings, raw_dir=None, progress: bool = True) -> 
     from storebench.data import datasets as data
 
     run = Run(ResultWriter(EXPERIMENT, raw_dir=raw_dir))
-    dataset = data.load(config["dataset"], config["n_samples"])
+    dataset = data.load(config["dataset"], config.samples_of(config["dataset"]))
     workload = Workload("sequential", 1, 1, len(dataset), config["seed"])
     measure_opts = dict(policy=config.policy, dataset=config["dataset"], format=config["format"],
                         scale=config["scale"], seed=config["seed"], warmup=config.warmup)

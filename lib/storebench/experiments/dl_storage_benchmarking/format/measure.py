@@ -32,7 +32,7 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
         store = reader.store
         measured = store.disk_usage()
         usage.append({"system": store.name, "system_version": store.system_version(), "dataset": dataset,
-                      "format": format, "location": location, "n_samples": settings.n_samples,
+                      "format": format, "location": location, "n_samples": settings.samples_of(dataset),
                       "object_bytes": int(reader.sizes.sum()), "usage_bytes": measured.bytes, "usage_how": measured.how})
 
     sweep(run, settings, datasets=[settings.dataset], formats=settings.formats, samples_per_object=[1],

@@ -213,7 +213,7 @@ def train(config: Settings, raw_dir=None, progress: bool = True, services: Servi
     """Train for ``epoch_samples`` samples per configuration, ``repeats`` times, every system."""
     import torch
 
-    dataset = datasets.load(config.dataset, config.n_samples)
+    dataset = datasets.load(config.dataset, config.samples_of(config.dataset))
     writer = TrainingResultWriter(raw_dir)
     result = Run(writer)
     threads = config.torch_threads
