@@ -121,7 +121,7 @@ def test_layout_readers_beside_webdataset_and_lance_take(tmp_path):
 @pytest.mark.filterwarnings("ignore:lance is not fork-safe")  # webdataset's curl pipe forks, and execs at once
 def test_a_reader_that_returns_other_bytes_fails_its_pass(servers, tmp_path):
     full = readers.sample("x1")
-    data = readers.Sample("x1", 1, full.meta.head(40), full.images)
+    data = readers.Sample("x1", 1, full.meta.head(40), full.built)
     endpoint = servers.get("minio").endpoint()
     readers.empty_bucket(endpoint, "sb-test-calibration")
     tar = TarShards(S3Place(endpoint, "sb-test-calibration", "L2"), tmp_path, shard_bytes=1_000_000)

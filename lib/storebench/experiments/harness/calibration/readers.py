@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import pandas as pd
 
-from storebench.data.datasets import imagenet
+from storebench.data import imagetiers
 from storebench.layouts import S3Place
 from storebench.layouts.queries import Condition, Query, get_queries
 
@@ -30,20 +30,21 @@ def queries(names: list[str]) -> list[Query]:
 
 @dataclass(frozen=True)
 class Sample:
-    """A tier of the ImageNet sample: its metadata (key, filename, label, bytes, width, height) and the
-    JPEG bytes of each real file."""
+    """A tier of the ImageNet sample as LayoutBench builds it (storebench.data.imagetiers: at x1 the 1,000
+    real JPEGs, at a larger tier each with its re-encoded copies): its metadata (key, filename, label, bytes,
+    width, height) and the tier's files."""
     tier: str
     copies: int
     meta: pd.DataFrame
-    images: dict[str, bytes]
+    built: imagetiers.ImageTier
 
     def image(self, filename: str) -> bytes:
-        return self.images[filename]
+        return self.built.image(filename)
 
     def expected(self, query: Query) -> list[tuple[int, bytes]]:
         """What ``query`` must return: (key, the bytes written), in key order."""
         chosen = query.select(self.meta, self.copies)
-        return [(int(k), self.images[f]) for k, f in zip(chosen.key, chosen.filename)]
+        return [(int(k), self.image(f)) for k, f in zip(chosen.key, chosen.filename)]
 
     @property
     def mean_image_bytes(self) -> int:
@@ -51,8 +52,8 @@ class Sample:
 
 
 def sample(tier: str) -> Sample:
-    copies = imagenet.tier_copies(tier)
-    return Sample(tier, copies, imagenet.tier_metadata(copies), dict(imagenet.images()))
+    built = imagetiers.image_tier(tier)
+    return Sample(tier, built.copies, built.meta, built)
 
 
 def empty_bucket(endpoint: dict, bucket: str) -> None:
