@@ -70,18 +70,32 @@ def test_parts_of_a_measurement_read_as_one(tmp_path):
 
     from storebench.core.experiment import ResultTables
 
-    for part, systems, started in (("embedded", ["rocksdb"], "2026-01-01T10:00"), ("servers", ["redis"], "2026-01-01T09:00")):
+    for part, systems, started, load in (("embedded", ["rocksdb"], "2026-01-01T10:00", 1.5),
+                                         ("servers", ["redis"], "2026-01-01T09:00", 2.5)):
         folder = tmp_path / part
         folder.mkdir()
         pd.DataFrame({"system": systems, "seconds": [1.0]}).to_csv(folder / "t.csv", index=False)
         (folder / "manifest.json").write_text(json.dumps({
             "run_id": part, "started_utc": started, "finished_utc": started + ":30", "duration_s": 30,
-            "git_rev": "abc", "settings": {"systems": systems, "n_samples": 60000, "rows": {"text": 1}}, "tables": ["t"]}))
+            "git_rev": "abc", "settings": {"systems": systems, "n_samples": 60000, "rows": {"text": 1}}, "tables": ["t"],
+            "load_avg_1m": {"max": load, "mean": load - 1}}))
     tables = ResultTables.read(tmp_path)
     assert list(tables["t"].system) == ["rocksdb", "redis"] and list(tables["t"].part) == ["embedded", "servers"]
     assert tables.settings == {"systems": ["rocksdb", "redis"], "n_samples": 60000, "rows": {"text": 1}}
     assert tables.manifest["duration_s"] == 60 and tables.manifest["started_utc"] == "2026-01-01T09:00"
     assert set(tables.manifest["parts"]) == {"embedded", "servers"}
+    assert tables.manifest["load_avg_1m"] == {"max": 2.5, "mean": 1.0, "parts_recorded": 2}
+
+
+def test_a_measurement_records_the_load_it_ran_under():
+    import time
+
+    from storebench.core.provenance import LoadSampler
+
+    with LoadSampler(every_s=0.05) as load:
+        time.sleep(0.2)
+    summary = load.summary()
+    assert summary["samples"] >= 3 and 0 <= summary["start"] and summary["mean"] <= summary["max"]
 
 
 def test_wrong_type_names_the_key_and_type():

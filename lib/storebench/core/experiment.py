@@ -162,7 +162,7 @@ def recorded_table(results_root: Path, experiment: str, table: str) -> tuple[pd.
     return (tables[table], tables.manifest) if table in tables else None
 
 
-RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash")
+RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash", "load_avg_1m")
 
 
 def merged_manifest(manifests: dict[str, dict]) -> dict:
@@ -178,6 +178,9 @@ def merged_manifest(manifests: dict[str, dict]) -> dict:
     manifest["settings"] = merge_settings([m.get("settings") or {} for m in runs])
     manifest["versions"] = merge_settings([m.get("versions") or {} for m in runs])
     manifest["parts"] = {part: {key: m.get(key) for key in RUN_KEYS} for part, m in manifests.items()}
+    loads = [m["load_avg_1m"] for m in runs if isinstance(m.get("load_avg_1m"), dict)]
+    manifest["load_avg_1m"] = {"max": max(x["max"] for x in loads), "mean": round(
+        sum(x["mean"] for x in loads) / len(loads), 2), "parts_recorded": len(loads)} if loads else None
     return manifest
 
 

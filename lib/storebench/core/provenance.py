@@ -8,6 +8,7 @@ import platform
 import re
 import socket
 import subprocess
+import threading
 import uuid
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -151,6 +152,34 @@ def _debian_version(package: str) -> str:
 def package_versions(names=CLIENT_PACKAGES) -> dict[str, str]:
     """Versions of the client packages that are installed (absent ones are left out)."""
     return {name: version for name in names if (version := package_version(name)) != "unknown"}
+
+
+class LoadSampler:
+    """The machine's 1-minute load average over a run, sampled every ``every_s`` seconds in a daemon
+    thread: how busy the machine was while it measured (2 cores shared by servers and clients here)."""
+
+    def __init__(self, every_s: float = 15.0):
+        self.every_s, self.samples = every_s, [os.getloadavg()[0]]
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._stop.wait(self.every_s):
+            self.samples.append(os.getloadavg()[0])
+
+    def __enter__(self) -> "LoadSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(os.getloadavg()[0])
+
+    def summary(self) -> dict:
+        start, end, top, mean = self.samples[0], self.samples[-1], max(self.samples), sum(self.samples) / len(self.samples)
+        return {"start": round(start, 2), "end": round(end, 2), "max": round(top, 2), "mean": round(mean, 2),
+                "samples": len(self.samples), "every_s": self.every_s}
 
 
 def new_run_id(experiment: str, started: datetime) -> str:

@@ -57,13 +57,14 @@ def measure(name: str, scale: str | None = None, *, results_root: Path | None = 
     shutil.rmtree(staging, ignore_errors=True)
     out = ResultsDir(staging, root=Path(results_root or RESULTS_DIR))
     started, clock = provenance.utc_now(), time.monotonic()
-    module.measure(chosen, out, progress=progress)
+    with provenance.LoadSampler() as load:
+        module.measure(chosen, out, progress=progress)
     manifest = {
         "experiment": name, "paper": declared.paper, "reference": declared.reference,
         "run_id": provenance.new_run_id(name, started), "started_utc": started.isoformat(),
         "finished_utc": provenance.utc_now().isoformat(), "duration_s": round(time.monotonic() - clock, 1),
         "scale": chosen.scale, "part": part, "git_rev": provenance.git_revision(), "params_hash": params_hash(chosen.as_dict()),
-        "settings": chosen.as_dict(), "machine": provenance.machine_card(),
+        "settings": chosen.as_dict(), "machine": provenance.machine_card(), "load_avg_1m": load.summary(),
         "versions": {"client_packages": provenance.package_versions(), **_system_versions(out)},
         "tables": out.tables(),
     }

@@ -401,7 +401,7 @@ class Findings:
     def record(self, experiment: Experiment, manifest: dict) -> dict:
         """The findings file's content: what the report and the index render."""
         run = {key: manifest.get(key) for key in ("run_id", "started_utc", "finished_utc", "duration_s", "scale",
-                                                     "git_rev", "params_hash", "machine")}
+                                                     "git_rev", "params_hash", "machine", "load_avg_1m")}
         settings = manifest.get("settings") or {}
         run["repeats"] = settings.get("repeats")
         run["repeat_policy"] = policy_text(settings) if isinstance(run["repeats"], int) else None

@@ -179,7 +179,7 @@ def reference_table(reports_dir: Path) -> str:
         label = html.escape(name.replace("_", " "))
         if r is None:
             rows.append(f"<tr><td>{label}</td><td>{html.escape(PAPER_SHORT[paper])}</td>"
-                        f"<td colspan='5' style='text-align:left;color:#888'>not measured at the reference preset yet "
+                        f"<td colspan='6' style='text-align:left;color:#888'>not measured at the reference preset yet "
                         f"(quick check: <a href='{name}.html'>{label}</a>)</td></tr>")
             continue
         run = r.run
@@ -190,11 +190,19 @@ def reference_table(reports_dir: Path) -> str:
                     f"<td>{html.escape(str(run.get('scale')))}</td>"
                     f"<td style='white-space:normal;text-align:left'>{html.escape(str(run.get('data', '?')))}</td>"
                     f"<td>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
-                    f"<td>{minutes}{f' ({parts} parts)' if parts else ''}</td><td style='white-space:normal;text-align:left'>"
+                    f"<td>{minutes}{f' ({parts} parts)' if parts else ''}</td><td>{load_text(run.get('load_avg_1m'))}</td>"
+                    f"<td style='white-space:normal;text-align:left'>"
                     f"{html.escape(counts)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
-                                               "claims"))
+                                               "machine load (1-min, max / mean)", "claims"))
     return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>"
+
+
+def load_text(load) -> str:
+    """The 1-minute load average a run was measured under ("1.9 / 1.4"; "not recorded" before it was)."""
+    if not isinstance(load, dict) or load.get("max") is None:
+        return "not recorded"
+    return f"{load['max']:.1f} / {load['mean']:.1f}"
 
 
 def verdicts_by_paper(reports_dir: Path) -> str:
