@@ -194,7 +194,7 @@ def reference_table(reports_dir: Path) -> str:
                     f"<td style='white-space:normal;text-align:left'>"
                     f"{html.escape(counts)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
-                                               "machine load (1-min, max / mean)", "claims"))
+                                               "load (1-min, max / mean; its own servers and clients included)", "claims"))
     return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>"
 
 
