@@ -188,14 +188,16 @@ def reference_table(reports_dir: Path) -> str:
         counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n) or "no claims"
         rows.append(f"<tr><td><a href='reference/{name}.html'>{label}</a></td><td>{html.escape(PAPER_SHORT[paper])}</td>"
                     f"<td>{html.escape(str(run.get('scale')))}</td>"
-                    f"<td style='white-space:normal;text-align:left'>{html.escape(str(run.get('data', '?')))}</td>"
+                    f"<td style='white-space:normal;text-align:left;min-width:18em'>{html.escape(str(run.get('data', '?')))}</td>"
                     f"<td>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
                     f"<td>{minutes}{f' ({parts} parts)' if parts else ''}</td><td>{load_text(run.get('load_avg_1m'))}</td>"
                     f"<td style='white-space:normal;text-align:left'>"
                     f"{html.escape(counts)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
-                                               "load (1-min, max / mean; its own servers and clients included)", "claims"))
-    return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>"
+                                               "load (max / mean)", "claims"))
+    note = ("<p style='font-size:90%;color:#555'>Load: the machine's 1-minute load average, sampled every 15 s "
+            "while the experiment measured (its own servers and clients included; 2 cores).</p>")
+    return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>" + note
 
 
 def load_text(load) -> str:
