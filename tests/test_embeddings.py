@@ -225,7 +225,7 @@ def test_a_tiny_run_records_verified_rows_raw_timings_and_findings(tmp_path):
     for scope in ("zipf, no fsync", "zipf, fsync per batch"):
         batch = [c for c in found.claims if c.statement.startswith(f"{scope}: batch size, tiledb")]
         assert len(batch) == 1 and batch[0].ci_low is not None  # two repeats: an interval
-    assert all(c.why.startswith("Cause (the paper's setup): ") and "Would settle it: " in c.why
+    assert all(c.cause == "the paper's setup" and c.cause_detail and c.settle
                for c in found.claims if c.verdict == "does not hold")
     assert len(analysis.figure(summary).axes) == 4 * 4  # 3 sweeps + future work x 2 durabilities x zipf
 
