@@ -88,6 +88,27 @@ def test_seed001_stages_chain_through_the_best_loader_configurations():
         assert "results/dataloaders/dataloaders_best.csv" in stage_deps(measuring_stage(name))
 
 
+def test_a_reference_stage_is_refused_until_what_it_reads_is_measured(monkeypatch):
+    from storebench.pipeline import reference
+
+    unmeasured = {"measure_dataloaders-image"}
+    monkeypatch.setattr(reference, "state", lambda stage: type("S", (), {"measured": stage not in unmeasured}))
+    assert reference.unmeasured_upstream("measure_resources") == ["measure_dataloaders-image"]
+    assert reference.unmeasured_upstream("measure_scalability-text") == ["measure_dataloaders-image"]
+    assert reference.unmeasured_upstream("measure_dataloaders-image") == []  # its own outs are not upstream
+    assert reference.unmeasured_upstream("measure_layouts-t3-others") == []
+    def went_on(*args):
+        raise AssertionError("went on to measure resources before the dataloaders it reads")
+
+    monkeypatch.setattr(reference, "_git", went_on)  # the first step past the check
+    try:
+        reference.measure("resources")
+    except SystemExit as refused:
+        assert "measure_dataloaders-image" in str(refused) and "measure them first" in str(refused)
+    else:
+        raise AssertionError("measured resources before the dataloaders it reads")
+
+
 def test_the_index_is_built_from_recorded_findings_not_experiment_code():
     deps = stage_deps("index")
     assert not [d for d in deps if d.startswith("lib/storebench/experiments/") and d != "lib/storebench/experiments/__init__.py"]

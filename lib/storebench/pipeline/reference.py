@@ -120,10 +120,27 @@ def _dvc(*args: str) -> None:
     subprocess.run([sys.executable, "-m", "dvc", *args], cwd=ROOT, check=True)
 
 
+def unmeasured_upstream(name: str) -> list[str]:
+    """The reference measurement stages not yet measured whose results ``name`` reads (e.g. resources and
+    scalability take their loader configurations from the reference dataloaders, all parts)."""
+    defined = stages()
+    inputs = [_dep_path(d).rstrip("/") for d in defined[name]["deps"]]
+    writers = []
+    for stage in measure_stages():
+        outs = [_dep_path(o).rstrip("/") for o in defined[stage].get("outs", [])]
+        if any(o == i or o.startswith(i + "/") or i.startswith(o + "/") for o in outs for i in inputs):
+            writers.append(stage)
+    return [stage for stage in writers if stage != name and not state(stage).measured]
+
+
 def measure(experiment: str, part: str | None = None) -> float:
     """Run one reference measurement stage, record it in reference/dvc.lock, then render."""
     name = stage_name(experiment, part)
     cmd, inputs = stages()[name]["cmd"], [_dep_path(d) for d in stages()[name]["deps"]]
+    upstream = unmeasured_upstream(name)
+    if upstream:
+        raise SystemExit(f"{name} reads what these reference stages write; measure them first:\n  "
+                         + "\n  ".join(upstream))
     uncommitted = _git("status", "--porcelain", "--", *inputs)
     if uncommitted:
         raise SystemExit(f"{name}: commit these first, so the measurement is of committed code:\n{uncommitted}")

@@ -213,7 +213,7 @@ def figure(batches: pd.DataFrame, latency: pd.DataFrame, gain: float = SATURATIO
 # ------------------------------------------------------------------ the contract: analyse, figures, claims
 def analyse(tables: ResultTables) -> Findings:
     batches, latency, feeds = _tables(tables)
-    cold = tables.get(f"{EXPERIMENT}_cold", pd.DataFrame())
+    cold = _cold(tables)
     cores = tables.manifest.get("machine", {}).get("cores")
     t1 = table1(batches)
     gain = saturation_gain(tables.settings)
@@ -223,7 +223,7 @@ def analyse(tables: ResultTables) -> Findings:
 
 def figures(tables: ResultTables) -> dict:
     batches, latency, _ = _tables(tables)
-    cold = tables.get(f"{EXPERIMENT}_cold", pd.DataFrame())
+    cold = _cold(tables)
     return {"loader": figure(batches, latency, saturation_gain(tables.settings), cold)}
 
 
@@ -251,8 +251,18 @@ def _moved(m: Metric, threshold: float) -> str:
 
 
 def _tables(tables: ResultTables):
-    return (tables[EXPERIMENT], tables.get(f"{EXPERIMENT}_latency", pd.DataFrame()),
+    return (tables[EXPERIMENT], _counts(tables.get(f"{EXPERIMENT}_latency", pd.DataFrame())),
             tables.get(f"{EXPERIMENT}_feeds", pd.DataFrame()))
+
+
+def _cold(tables: ResultTables) -> pd.DataFrame:
+    return _counts(tables.get(f"{EXPERIMENT}_cold", pd.DataFrame()))
+
+
+def _counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """Loader counts and batch sizes as integers: parts that recorded a table with no rows (the parts
+    without Cassandra) turn them into floats when the parts are read together."""
+    return frame.astype({c: int for c in ("loaders", "batch_size") if c in frame and frame[c].notna().all()})
 
 
 def metrics(t1: pd.DataFrame, latency: pd.DataFrame = pd.DataFrame(), gain: float = SATURATION_GAIN) -> tuple:
