@@ -188,10 +188,11 @@ def reference_table(reports_dir: Path) -> str:
         counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n) or "no claims"
         rows.append(f"<tr><td><a href='reference/{name}.html'>{label}</a></td><td>{html.escape(PAPER_SHORT[paper])}</td>"
                     f"<td>{html.escape(str(run.get('scale')))}</td>"
-                    f"<td style='white-space:normal;text-align:left;min-width:18em'>{html.escape(str(run.get('data', '?')))}</td>"
-                    f"<td>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
-                    f"<td>{minutes}{f' ({parts} parts)' if parts else ''}</td><td>{load_text(run.get('load_avg_1m'))}</td>"
-                    f"<td style='white-space:normal;text-align:left'>"
+                    f"<td style='white-space:normal;text-align:left;min-width:14em'>{html.escape(str(run.get('data', '?')))}</td>"
+                    f"<td style='white-space:normal'>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
+                    f"<td style='white-space:normal;min-width:5.5em'>{minutes}{f' ({parts} parts)' if parts else ''}</td>"
+                    f"<td>{load_text(run.get('load_avg_1m'))}</td>"
+                    f"<td style='white-space:normal;text-align:left;min-width:10em'>"
                     f"{html.escape(counts)}</td></tr>")
     head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
                                                "load (max / mean)", "claims"))
