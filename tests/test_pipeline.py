@@ -97,6 +97,7 @@ def test_a_reference_stage_is_refused_until_what_it_reads_is_measured(monkeypatc
     assert reference.unmeasured_upstream("measure_scalability-text") == ["measure_dataloaders-image"]
     assert reference.unmeasured_upstream("measure_dataloaders-image") == []  # its own outs are not upstream
     assert reference.unmeasured_upstream("measure_layouts-t3-others") == []
+
     def went_on(*args):
         raise AssertionError("went on to measure resources before the dataloaders it reads")
 
