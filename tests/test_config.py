@@ -75,12 +75,14 @@ def test_parts_of_a_measurement_read_as_one(tmp_path):
         folder = tmp_path / part
         folder.mkdir()
         pd.DataFrame({"system": systems, "seconds": [1.0]}).to_csv(folder / "t.csv", index=False)
+        pd.DataFrame({"loaders": [4] if part == "servers" else []}).to_csv(folder / "u.csv", index=False)
         (folder / "manifest.json").write_text(json.dumps({
             "run_id": part, "started_utc": started, "finished_utc": started + ":30", "duration_s": 30,
             "git_rev": "abc", "settings": {"systems": systems, "n_samples": 60000, "rows": {"text": 1}}, "tables": ["t"],
             "load_avg_1m": {"max": load, "mean": load - 1}}))
     tables = ResultTables.read(tmp_path)
     assert list(tables["t"].system) == ["rocksdb", "redis"] and list(tables["t"].part) == ["embedded", "servers"]
+    assert tables["u"].loaders.tolist() == [4] and tables["u"].loaders.dtype.kind == "i"  # not floats
     assert tables.settings == {"systems": ["rocksdb", "redis"], "n_samples": 60000, "rows": {"text": 1}}
     assert tables.manifest["duration_s"] == 60 and tables.manifest["started_utc"] == "2026-01-01T09:00"
     assert set(tables.manifest["parts"]) == {"embedded", "servers"}

@@ -128,7 +128,9 @@ class ResultTables:
         frames = {}
         for name in names:
             pieces = [tables[name].assign(part=part) for part, tables in parts.items() if name in tables]
-            frames[name] = pd.concat([p for p in pieces if len(p.columns)], ignore_index=True) if pieces else pd.DataFrame()
+            # a part's table with no rows would turn the others' integer columns into floats
+            kept = [p for p in pieces if len(p)] or [p for p in pieces if len(p.columns)][:1]
+            frames[name] = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame()
         return cls(frames, merged_manifest({part: tables.manifest for part, tables in parts.items()}))
 
     def __getitem__(self, name: str) -> pd.DataFrame:

@@ -41,6 +41,7 @@ import pandas as pd
 from storebench.data.keystreams import batches
 from storebench.stores.readers import VerificationError
 from storebench.stores.base import package_version
+from storebench.stores.tiledb import FreshContexts, _context
 from storebench.testbed import durability as durability_
 
 Update = Callable[[np.ndarray, np.ndarray, int], np.ndarray]
@@ -238,7 +239,7 @@ def _encode_keys(keys: np.ndarray) -> list[bytes]:
 TILEDB_LAYOUTS = ("vector-cell", "2d")
 
 
-class TileDBTable(EmbeddingTable):
+class TileDBTable(FreshContexts, EmbeddingTable):
     """A sparse TileDB array of the embeddings, tiles of ``tile_keys`` keys, in one of two layouts:
 
     - ``vector-cell`` (default): 1-D, dimension ``key``, one cell per key whose fixed-size
@@ -297,11 +298,13 @@ class TileDBTable(EmbeddingTable):
         return f"sparse 1-D, one cell per key holding {self.dim} float32, key tile {tile}; one fragment per write"
 
     def _ctx(self):
+        return _context(self.read_ahead_cache_bytes)
+
+    def _renew(self):
         import tiledb
 
-        if self.read_ahead_cache_bytes is None:
-            return tiledb.Ctx()
-        return tiledb.Ctx(tiledb.Config({"vfs.read_ahead_cache_size": str(int(self.read_ahead_cache_bytes))}))
+        self.ctx = self._ctx()
+        self.reader = tiledb.open(self.uri, "r", ctx=self.ctx)
 
     def _schema(self):
         import tiledb
@@ -349,6 +352,7 @@ class TileDBTable(EmbeddingTable):
     def _query(self, keys) -> tuple[np.ndarray, np.ndarray]:
         """(key of each row returned, in key order; values (rows, dim)) for ``keys``: a list of
         keys (one point range each) or an inclusive slice."""
+        self._counted()
         if self._two_d:
             result = self.reader.query(attrs=["value"], dims=["key"], order="C").multi_index[keys, :]
             return result["key"][::self.dim], result["value"].reshape(-1, self.dim)
@@ -365,6 +369,7 @@ class TileDBTable(EmbeddingTable):
         return values
 
     def _write(self, keys, values):
+        self._counted()
         self.timestamp += 1
         self._write_cells(keys, values, self.timestamp)
         self.reader.reopen()  # the next read sees the new fragment

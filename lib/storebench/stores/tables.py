@@ -24,6 +24,7 @@ import numpy as np
 from storebench.data.samples import RaggedBytes
 from storebench.data.samples import Samples
 from storebench.stores.base import Store, package_version
+from storebench.stores.tiledb import FreshContexts, _context
 
 
 class TableNotSupported(Exception):
@@ -77,15 +78,14 @@ def _sorted_request(rows: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return np.unique(rows, return_inverse=True)
 
 
-class TileDBTable(RowTable):
+class TileDBTable(FreshContexts, RowTable):
     name = "tiledb-attrs"
     modalities = ("text", "graph", "image")
     client_package = "tiledb"
 
     def __init__(self, root, chunk_rows: int = 64, read_ahead_cache_bytes: int | None = None):
-        from storebench.stores.tiledb import _context
-
         super().__init__(root, chunk_rows)
+        self.read_ahead_cache_bytes = read_ahead_cache_bytes
         self.ctx = _context(read_ahead_cache_bytes)  # TileDB's one cache (see storebench.stores.tiledb)
         self.arrays: dict[str, object] = {}
         self.n = 0
@@ -128,9 +128,14 @@ class TileDBTable(RowTable):
         first = next(iter(self.arrays.values()))
         self.n = int(first.schema.domain.dim(0).domain[1]) + 1
 
+    def _renew(self):
+        self.ctx = _context(self.read_ahead_cache_bytes)
+        self._open()
+
     def read(self, rows):
         points, back = _sorted_request(rows, self.n)
         ranges = _runs(points)
+        self._counted()
         out = {}
         for uri, array in self.arrays.items():
             got = array.multi_index[ranges]
@@ -145,6 +150,7 @@ class TileDBTable(RowTable):
     def read_range(self, start, stop):
         if not 0 <= start < stop <= self.n:
             raise IndexError(f"rows {start}..{stop} out of range (0..{self.n})")
+        self._counted()
         out = {}
         for array in self.arrays.values():
             for name, values in array[start:stop].items():

@@ -251,18 +251,12 @@ def _moved(m: Metric, threshold: float) -> str:
 
 
 def _tables(tables: ResultTables):
-    return (tables[EXPERIMENT], _counts(tables.get(f"{EXPERIMENT}_latency", pd.DataFrame())),
+    return (tables[EXPERIMENT], tables.get(f"{EXPERIMENT}_latency", pd.DataFrame()),
             tables.get(f"{EXPERIMENT}_feeds", pd.DataFrame()))
 
 
 def _cold(tables: ResultTables) -> pd.DataFrame:
-    return _counts(tables.get(f"{EXPERIMENT}_cold", pd.DataFrame()))
-
-
-def _counts(frame: pd.DataFrame) -> pd.DataFrame:
-    """Loader counts and batch sizes as integers: parts that recorded a table with no rows (the parts
-    without Cassandra) turn them into floats when the parts are read together."""
-    return frame.astype({c: int for c in ("loaders", "batch_size") if c in frame and frame[c].notna().all()})
+    return tables.get(f"{EXPERIMENT}_cold", pd.DataFrame())
 
 
 def metrics(t1: pd.DataFrame, latency: pd.DataFrame = pd.DataFrame(), gain: float = SATURATION_GAIN) -> tuple:

@@ -1,0 +1,98 @@
+"""TileDB readers swap in a fresh context every QUERIES_PER_CONTEXT queries (TileDB keeps memory of
+every query in its context): the swap happens, and reads across it still return what was written."""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from storebench.data import datasets, samples
+from storebench.stores import embeddings as E
+from storebench.stores import tiledb as T
+from storebench.stores.tables import TileDBTable
+
+from conftest import value_for
+
+EVERY = 3
+
+
+@pytest.fixture(autouse=True)
+def often(monkeypatch):
+    monkeypatch.setattr(T, "QUERIES_PER_CONTEXT", EVERY)
+
+
+def contexts_seen(reader, read, times: int = 10) -> int:
+    seen = [reader.ctx]  # held, so no two of them can share an id
+    for i in range(times):
+        read(i)
+        if not any(ctx is reader.ctx for ctx in seen):
+            seen.append(reader.ctx)
+    return len(seen)
+
+
+def test_bytes_store_renews_its_context_and_reads_stay_right(tmp_path):
+    store = T.TileDBStore(tmp_path / "kv")
+    store.put_many((k, value_for(k)) for k in range(40))
+
+    def read(i):
+        keys = [i, 39 - i, 17]
+        assert store.get_many(keys) == [value_for(k) for k in keys]
+    assert contexts_seen(store, read) == 1 + 10 // EVERY
+    store.close()
+
+
+def test_array_store_renews_its_context_and_reads_stay_right(tmp_path):
+    data = datasets.synthetic(50)
+    store = T.TileDBArrayStore(tmp_path / "array", samples_per_chunk=8)
+    store.write(data.images, data.labels)
+
+    def read(i):
+        images, labels = store.read([i, 49 - i])
+        assert np.array_equal(images, data.images[[i, 49 - i]]) and np.array_equal(labels, data.labels[[i, 49 - i]])
+    assert contexts_seen(store, read) == 1 + 10 // EVERY
+    store.close()
+
+
+def test_row_table_renews_its_context_and_reads_stay_right(tmp_path):
+    rows = samples.synthetic("text", 64)
+    fingerprints = samples.row_fingerprints(rows.columns)
+    table = TileDBTable(tmp_path / "table", chunk_rows=16)
+    table.write(rows)
+
+    def read(i):
+        assert np.array_equal(samples.row_fingerprints(table.read_range(i, i + 5)), fingerprints[i:i + 5])
+        assert np.array_equal(samples.row_fingerprints(table.read(np.array([i, 60]))), fingerprints[[i, 60]])
+    assert contexts_seen(table, read) == 1 + 20 // EVERY
+    table.close()
+
+
+def test_embedding_table_renews_its_context_through_reads_and_writes(tmp_path):
+    rng = np.random.default_rng(0)
+    initial = rng.standard_normal((30, 4), dtype=np.float32)
+    table = E.make_table("tiledb", tmp_path / "emb")
+    table.create(30, 4, initial)
+    expected = initial.copy()
+
+    def read(i):
+        keys = np.array([i, 29 - i])
+        values = rng.standard_normal((2, 4), dtype=np.float32)
+        table.write(keys, values)
+        expected[keys] = values
+        assert np.array_equal(table.read(keys), expected[keys])
+    assert contexts_seen(table, read) == 1 + 20 // EVERY  # a write and a read each
+    assert np.array_equal(table.read_all(), expected)
+    table.close()
+
+
+def test_threads_reading_across_renewals_all_get_what_was_written(tmp_path):
+    store = T.TileDBStore(tmp_path / "kv")
+    store.put_many((k, value_for(k)) for k in range(64))
+
+    def reader(t):
+        for i in range(30):
+            keys = [(t * 7 + i) % 64, (t + i * 3) % 64]
+            assert store.get_many(keys) == [value_for(k) for k in keys]
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(reader, range(4)))
+    store.close()
