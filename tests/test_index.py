@@ -113,3 +113,31 @@ def test_the_index_presents_the_reference_results_first_with_preset_data_when_an
     assert "1 holds" in row
     assert "not measured at the reference preset yet (quick check: <a href='location.html'>" in page
     assert "<td>1 of 2</td>" in page  # the Cassandra paper: one of its two experiments measured
+
+
+def test_the_index_marks_a_reference_result_measured_before_its_inputs_changed(tmp_path):
+    from storebench.core.experiment import Experiment
+    from storebench.pipeline.reference import StageState
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    for name in ("cassandra_scale", "cassandra_loader"):
+        findings.write(reference, Experiment(name, "cassandra_dl", "Sec 5", "?"), Findings("Ran.", "text"),
+                       {"scale": "reference", "started_utc": "2026-11-26T00:41:55+00:00", "duration_s": 60})
+        (reference / f"{name}.html").write_text("<html></html>")
+
+    def measured(stage, experiment, part=None, changed=()):
+        return StageState(stage, experiment, part, True, "2026-11-26T00:41", 60.0, "abcdef12", changed)
+
+    stages = [measured("measure_cassandra_scale", "cassandra_scale", changed=("lib/storebench/stores/tiledb.py",)),
+              measured("measure_cassandra_loader-a", "cassandra_loader", "a"),
+              measured("measure_dataloaders-x", "dataloaders", "x", changed=("param dataloaders",)),
+              StageState("measure_dataloaders-y", "dataloaders", "y", False, None, None, None, ())]
+    page = index.build(tmp_path, stages).read_text()
+    banner = page[page.index("<b>Stale:</b>"):page.index("</div>", page.index("<b>Stale:</b>"))]
+    assert "cassandra scale</b>: measured before a change to stores/tiledb.py" in banner
+    assert "cassandra loader" not in banner and "dataloaders" not in banner  # current, and not presented
+    row = lambda name: page[page.index(f"href='reference/{name}.html'"):][:page[page.index(f"href='reference/{name}.html'"):].index("</tr>")]
+    assert "<b>stale</b>" in row("cassandra_scale") and ">yes</td>" in row("cassandra_loader")
+    assert "1 of 2 parts measured, 1 of them stale" in page
+    assert "<b>Stale:</b>" not in index.build(tmp_path, stages[1:2]).read_text()

@@ -92,7 +92,7 @@ def test_a_reference_stage_is_refused_until_what_it_reads_is_measured(monkeypatc
     from storebench.pipeline import reference
 
     unmeasured = {"measure_dataloaders-image"}
-    monkeypatch.setattr(reference, "state", lambda stage: type("S", (), {"measured": stage not in unmeasured}))
+    monkeypatch.setattr(reference, "is_measured", lambda stage: stage not in unmeasured)
     assert reference.unmeasured_upstream("measure_resources") == ["measure_dataloaders-image"]
     assert reference.unmeasured_upstream("measure_scalability-text") == ["measure_dataloaders-image"]
     assert reference.unmeasured_upstream("measure_dataloaders-image") == []  # its own outs are not upstream
@@ -111,8 +111,12 @@ def test_a_reference_stage_is_refused_until_what_it_reads_is_measured(monkeypatc
 
 
 def test_the_index_is_built_from_recorded_findings_not_experiment_code():
+    """It imports no experiment; it lists the code the measured reference stages ran only to say whether
+    each reference result is still current."""
+    own = set(pipeline.expected_deps(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["index"]))
+    assert not [d for d in own if d.startswith("lib/storebench/experiments/") and d != "lib/storebench/experiments/__init__.py"]
     deps = stage_deps("index")
-    assert not [d for d in deps if d.startswith("lib/storebench/experiments/") and d != "lib/storebench/experiments/__init__.py"]
+    assert {d for d in deps - own if not pipeline._is_quick_check_report(d)} == set(pipeline.index_reference_deps()) - own
     assert {f"reports/{name}.findings.json" for name in [*EXPERIMENTS, *SEED001]} <= deps
 
 
@@ -161,3 +165,44 @@ def test_a_rendered_report_has_no_log_lines_and_links_back_to_the_index(tmp_path
     assert "celltag_parameters" not in html and "x = 1" not in html  # the parameters cell: no output, not shown
     assert not re.search(r"jp-|CodeMirror|highlight|code_cell|input_area", html)  # a document, no notebook markup
     assert html.count("<pre>the answer") == 1
+
+
+def test_a_measured_reference_stage_names_each_input_changed_since(tmp_path, monkeypatch):
+    """A real git + DVC repository with one frozen measurement stage, recorded by `dvc commit` as
+    reference.measure records one; then its code, a param and an untracked data file change."""
+    import subprocess
+    import sys
+
+    from storebench.pipeline import reference
+
+    def run(*cmd):
+        subprocess.run(cmd, cwd=tmp_path, check=True, capture_output=True)
+
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "data.bin").write_text("rows\n")  # not in git, like prepared/ and data/
+    (tmp_path / "params.yaml").write_text("demo: {images: 10}\nother: 1\n")
+    (tmp_path / "results" / "reference" / "demo").mkdir(parents=True)
+    (tmp_path / "results" / "reference" / "demo" / "manifest.json").write_text(
+        '{"started_utc": "2026-11-26T01:00:00+00:00", "duration_s": 60, "git_rev": "abcdef123456"}')
+    (tmp_path / "reference" / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"measure_demo": {
+        "cmd": "python -m storebench.pipeline.run measure demo --scale reference", "wdir": "..", "frozen": True,
+        "deps": ["code.py", "data.bin"], "params": ["demo"],
+        "outs": [{"results/reference/demo": {"cache": False}}]}}}))
+    (tmp_path / ".gitignore").write_text("data.bin\n")
+    run("git", "init", "-q")
+    run(sys.executable, "-m", "dvc", "init", "-q")
+    run(sys.executable, "-m", "dvc", "commit", "-f", "reference/dvc.yaml:measure_demo")
+    run("git", "add", "-A")
+    run("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "measured")
+    monkeypatch.setattr(reference, "ROOT", tmp_path)
+    monkeypatch.setattr(reference, "REFERENCE_DIR", tmp_path / "reference")
+
+    assert reference.state("measure_demo").changed_inputs == ()
+    assert reference.index_inputs() == (["code.py", "reference/dvc.lock"], ["demo"])
+    (tmp_path / "code.py").write_text("x = 2\n")
+    (tmp_path / "data.bin").write_text("other rows\n")
+    (tmp_path / "params.yaml").write_text("demo: {images: 20}\nother: 2\n")
+    assert reference.state("measure_demo", tracked_only=True).changed_inputs == ("code.py", "param demo")
+    assert set(reference.state("measure_demo").changed_inputs) == {"code.py", "data.bin", "param demo"}
+    assert "3 input(s) changed since" in reference.state("measure_demo").summary

@@ -240,6 +240,18 @@ def test_the_time_cap_gives_a_long_cell_three_repeats():
     assert short.repeats == 5 and policy == config.policy
 
 
+def test_a_part_that_does_not_time_writes_writes_once_and_keeps_no_row():
+    calls = []
+
+    def write_once(repeat):
+        calls.append(repeat)
+        return 1.0, {"repeat": repeat}
+
+    assert dl.timed_writes(_config(writes_measured=False), write_once) == [] and calls == [0]
+    calls.clear()
+    assert len(dl.timed_writes(_config(repeats=3, max_repeats=3), write_once)) == 3 == len(calls)
+
+
 def test_the_analysis_knows_the_array_layouts():
     assert set(dl_analysis.TABLE_SYSTEMS) == set(TABLES)  # the pure analysis keeps its own list of them
 

@@ -254,8 +254,9 @@ def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
             listed |= _declared(stage)
             want |= expected_declared(stage)
         if name == "index":
-            listed |= {d for d in map(_dep_name, stage.get("deps", [])) if d.startswith(REFERENCE_REPORTS)}
-            want |= set(index_reference_deps())
+            listed = {d for d in map(_dep_name, stage.get("deps", [])) if not _is_quick_check_report(d)}
+            listed |= {f"param {p}" for p in stage.get("params", [])}
+            want |= set(index_reference_deps()) | {f"param {p}" for p in index_reference_params()}
         missing, extra = sorted(want - listed), sorted(listed - want)
         if missing or extra:
             problems[name] = {"missing": missing, "extra": extra}
@@ -266,8 +267,23 @@ def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
 
 def index_reference_deps() -> list[str]:
     """The index reads the reference reports that exist (an experiment not yet measured at the reference
-    preset is not upstream of it, so `dvc repro` never starts a reference measurement)."""
-    return [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in measured_references() for kind in ("findings.json", "html")]
+    preset is not upstream of it, so `dvc repro` never starts a reference measurement), and says whether
+    each is current: from reference/dvc.lock and the measured stages' git-tracked inputs."""
+    from storebench.pipeline.reference import index_inputs
+
+    reports = [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in measured_references() for kind in ("findings.json", "html")]
+    return reports + index_inputs()[0]
+
+
+def index_reference_params() -> list[str]:
+    from storebench.pipeline.reference import index_inputs
+
+    return index_inputs()[1]
+
+
+def _is_quick_check_report(dep: str) -> bool:
+    """The index's own inputs besides the reference run's: the quick check's reports (reports/<name>.*)."""
+    return dep.startswith("reports/") and not dep.startswith(REFERENCE_REPORTS)
 
 
 def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
@@ -296,13 +312,8 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
         if experiment and _declared(stage) != expected_declared(stage):
             stage["metrics"], stage["plots"] = report_metrics(experiment), report_plots(experiment)
             changed.append(name)
-        if name == "index":
-            old_deps = [_dep_name(d) for d in stage["deps"]]
-            kept = [d for d in stage["deps"] if not _dep_name(d).startswith(REFERENCE_REPORTS)]
-            lib_at = next((i for i, d in enumerate(kept) if is_library_dep(_dep_name(d))), len(kept))
-            stage["deps"] = CommentedSeq(kept[:lib_at] + index_reference_deps() + kept[lib_at:])
-            if [_dep_name(d) for d in stage["deps"]] != old_deps:
-                changed.append(name)
+        if name == "index" and _index_deps(stage):
+            changed.append(name)
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)
     if dvc_yaml == DVC_YAML:
@@ -312,6 +323,23 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
             REFERENCE_YAML.write_text(text)
             changed.append("reference/dvc.yaml")
     return list(dict.fromkeys(changed))
+
+
+def _index_deps(stage) -> bool:
+    """Set the index's deps (the quick check's reports, the reference run's inputs, its own imports) and
+    params (the measured reference stages'); True when they changed."""
+    from ruamel.yaml.comments import CommentedSeq
+
+    old = ([_dep_name(d) for d in stage["deps"]], list(stage.get("params", [])))
+    reference = index_reference_deps()
+    stage["deps"] = CommentedSeq([d for d in stage["deps"] if _is_quick_check_report(_dep_name(d))] + reference
+                                 + [d for d in expected_deps(stage) if d not in reference])
+    params = index_reference_params()
+    if params:
+        stage["params"] = CommentedSeq(params)
+    else:
+        stage.pop("params", None)
+    return ([_dep_name(d) for d in stage["deps"]], list(stage.get("params", []))) != old
 
 
 def add_contract_stages(doc) -> list[str]:

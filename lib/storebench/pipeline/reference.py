@@ -14,7 +14,6 @@ whether a committed reference result still matches the code.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shlex
 import subprocess
 import sys
@@ -84,28 +83,83 @@ def _lock() -> dict:
     return (yaml.safe_load(path.read_text()) or {}).get("stages", {}) if path.exists() else {}
 
 
-def state(stage: str) -> StageState:
+def state(stage: str, tracked_only: bool = False) -> StageState:
+    return states([stage], tracked_only)[stage]
+
+
+def states(names: list[str] | None = None, tracked_only: bool = False) -> dict[str, StageState]:
+    """Per reference measurement stage (all, or ``names``): measured or not, when, how long, at which commit,
+    and which of its inputs differ now from what it ran with (DVC's own comparison with reference/dvc.lock).
+    ``tracked_only`` compares only what git holds (code, configuration, params, committed result tables),
+    so the answer is the same on every clone; otherwise the data folders too, where this machine has them."""
     import json
 
+    defined = measure_stages()
+    names = list(defined) if names is None else names
+    found = {name: json.loads(_manifest(name).read_text()) for name in names if is_measured(name)}
+    measured = list(found)
+    changed = changed_inputs(measured, tracked_only)
+    result = {}
+    for name in names:
+        experiment, part = defined[name]
+        manifest = found.get(name)
+        result[name] = (StageState(name, experiment, part, False, None, None, None, ()) if manifest is None else
+                        StageState(name, experiment, part, True, manifest.get("started_utc"),
+                                   manifest.get("duration_s"), str(manifest.get("git_rev", ""))[:8], changed[name]))
+    return result
+
+
+def is_measured(stage: str) -> bool:
+    """Recorded in reference/dvc.lock, with the manifest its measurement wrote."""
+    return stage in _lock() and _manifest(stage).exists()
+
+
+def _manifest(stage: str) -> Path:
     experiment, part = measure_stages()[stage]
-    results = ROOT / "results" / "reference" / experiment / (part or "")
-    manifest_path = results / "manifest.json"
-    locked = _lock().get(stage)
-    if locked is None or not manifest_path.exists():
-        return StageState(stage, experiment, part, False, None, None, None, ())
-    manifest = json.loads(manifest_path.read_text())
-    changed = tuple(d["path"] for d in locked.get("deps", []) if _changed(ROOT / d["path"], d))
-    return StageState(stage, experiment, part, True, manifest.get("started_utc"), manifest.get("duration_s"),
-                      str(manifest.get("git_rev", ""))[:8], changed)
+    return ROOT / "results" / "reference" / experiment / (part or "") / "manifest.json"
 
 
-def _changed(path: Path, recorded: dict) -> bool:
-    """A file dep whose md5 differs from the lock's (directories: DVC's own hash, checked by existence only)."""
-    if not path.exists():
-        return True
-    if path.is_dir() or str(recorded.get("md5", "")).endswith(".dir"):
-        return False
-    return hashlib.md5(path.read_bytes()).hexdigest() != recorded.get("md5")
+def changed_inputs(names: list[str], tracked_only: bool = False) -> dict[str, tuple[str, ...]]:
+    """Per measured stage, its inputs that differ from the lock: files and folders by path, params as
+    ``param <key>``. DVC's status skips frozen stages, so this asks each of their deps directly."""
+    if not names:
+        return {}
+    from dvc.dependency.param import ParamsDependency
+    from dvc.repo import Repo
+
+    tracked = set(_git("ls-files").splitlines()) if tracked_only else None
+    result = {}
+    with Repo(str(ROOT)) as repo:
+        wanted = set(names)
+        for stage in repo.stage.collect(str(REFERENCE_DIR / "dvc.yaml")):
+            if stage.name not in wanted:
+                continue
+            changed = []
+            for dep in stage.deps:
+                path = str(Path(dep.fs_path).relative_to(ROOT))
+                if tracked is not None and not isinstance(dep, ParamsDependency) and not _in_git(path, tracked):
+                    continue
+                for key, what in dep.status().items():
+                    changed += [f"param {p}" for p in what] if isinstance(what, dict) else [path]
+            result[stage.name] = tuple(changed)
+    return result
+
+
+def index_inputs() -> tuple[list[str], list[str]]:
+    """What decides whether the committed reference results are still current, as the index shows it (so
+    its DVC stage depends on them): reference/dvc.lock, and every measured stage's git-tracked inputs and
+    params."""
+    defined, tracked = stages(), set(_git("ls-files").splitlines())
+    deps, params = {"reference/dvc.lock"}, set()
+    for name in _lock():
+        if name.startswith("measure_") and name in defined:
+            deps |= {d for d in map(_dep_path, defined[name]["deps"]) if _in_git(d, tracked)}
+            params |= set(defined[name].get("params", []))
+    return sorted(deps), sorted(params)
+
+
+def _in_git(path: str, tracked: set[str]) -> bool:
+    return path in tracked or any(t.startswith(path.rstrip("/") + "/") for t in tracked)
 
 
 def _dep_path(dep) -> str:
@@ -130,7 +184,7 @@ def unmeasured_upstream(name: str) -> list[str]:
         outs = [_dep_path(o).rstrip("/") for o in defined[stage].get("outs", [])]
         if any(o == i or o.startswith(i + "/") or i.startswith(o + "/") for o in outs for i in inputs):
             writers.append(stage)
-    return [stage for stage in writers if stage != name and not state(stage).measured]
+    return [stage for stage in writers if stage != name and not is_measured(stage)]
 
 
 def measure(experiment: str, part: str | None = None) -> float:
@@ -153,7 +207,7 @@ def measure(experiment: str, part: str | None = None) -> float:
     if moved:  # dvc commit hashes today's files: it must not record inputs the measurement did not run
         raise SystemExit(f"{name}: its inputs changed while it measured; not recorded in reference/dvc.lock:\n{moved}")
     _dvc("commit", "-f", f"reference/dvc.yaml:{name}")
-    if all(state(s).measured for s in measure_stages(experiment)):
+    if all(is_measured(s) for s in measure_stages(experiment)):
         render(experiment)
     else:
         print(f"[reference] {experiment}: other parts not measured yet; report not rendered", flush=True)
@@ -168,8 +222,8 @@ def render(experiment: str) -> None:
     _dvc("repro", "--single-item", "index")
 
 
-def status() -> list[StageState]:
-    return [state(name) for name in measure_stages()]
+def status(tracked_only: bool = False) -> list[StageState]:
+    return list(states(tracked_only=tracked_only).values())
 
 
 def main(argv=None) -> int:

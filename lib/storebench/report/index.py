@@ -167,9 +167,11 @@ def runs_summary(recorded: list[Recorded]) -> str:
             f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
 
 
-def reference_table(reports_dir: Path) -> str:
+def reference_table(reports_dir: Path, stages: list | None = None) -> str:
     """Per experiment of the reference run: its preset, what it read, when it ran and how long it took, its
-    verdicts; an experiment not measured there yet says so, with its quick-check report."""
+    verdicts, and whether the code, configuration and params it was measured with are still today's
+    (``stages``: storebench.pipeline.reference's StageStates; None leaves that column out); an experiment
+    not measured there yet says so, with its quick-check report."""
     from storebench.experiments import EXPERIMENTS
 
     recorded = {r.experiment: r for r in (read_all(reports_dir) if reports_dir.is_dir() else [])}
@@ -177,9 +179,15 @@ def reference_table(reports_dir: Path) -> str:
     for name, paper in EXPERIMENTS.items():
         r = recorded.get(name)
         label = html.escape(name.replace("_", " "))
+        mine = [s for s in stages or [] if s.experiment == name]
         if r is None:
+            done = sum(s.measured for s in mine)
+            stale = sum(bool(s.measured and s.changed_inputs) for s in mine)
+            progress = (f"; {done} of {len(mine)} parts measured" + (f", {stale} of them stale" if stale else "")
+                        if done else "")
             rows.append(f"<tr><td>{label}</td><td>{html.escape(PAPER_SHORT[paper])}</td>"
-                        f"<td colspan='6' style='text-align:left;color:#888'>not measured at the reference preset yet "
+                        f"<td colspan='{7 if stages is not None else 6}' style='text-align:left;color:#888;white-space:normal'>"
+                        f"not measured at the reference preset yet{progress} "
                         f"(quick check: <a href='{name}.html'>{label}</a>)</td></tr>")
             continue
         run = r.run
@@ -188,17 +196,53 @@ def reference_table(reports_dir: Path) -> str:
         counts = ", ".join(f"{n} {v}" for v, n in r.verdict_counts.items() if n) or "no claims"
         rows.append(f"<tr><td><a href='reference/{name}.html'>{label}</a></td><td>{html.escape(PAPER_SHORT[paper])}</td>"
                     f"<td>{html.escape(str(run.get('scale')))}</td>"
-                    f"<td style='white-space:normal;text-align:left;min-width:14em'>{html.escape(str(run.get('data', '?')))}</td>"
+                    f"<td style='white-space:normal;text-align:left;min-width:12em'>{html.escape(str(run.get('data', '?')))}</td>"
                     f"<td style='white-space:normal'>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
+                    f"{currency_cell(mine) if stages is not None else ''}"
                     f"<td style='white-space:normal;min-width:5.5em'>{minutes}{f' ({parts} parts)' if parts else ''}</td>"
                     f"<td>{load_text(run.get('load_avg_1m'))}</td>"
-                    f"<td style='white-space:normal;text-align:left;min-width:10em'>"
-                    f"{html.escape(counts)}</td></tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured (UTC)", "took",
-                                               "load (max / mean)", "claims"))
+                    f"<td style='white-space:normal;text-align:left;min-width:9em'>{html.escape(counts)}</td></tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("experiment", "paper", "preset", "data", "measured<br>(UTC)",
+                                               *(["current?"] if stages is not None else []), "took",
+                                               "load<br>(max / mean)", "claims"))
     note = ("<p style='font-size:90%;color:#555'>Load: the machine's 1-minute load average, sampled every 15 s "
-            "while the experiment measured (its own servers and clients included; 2 cores).</p>")
-    return f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows) + "</table></div>" + note
+            "while the experiment measured (its own servers and clients included; 2 cores)."
+            + (" Current: whether the code, server configuration and params each part was measured with are today's "
+               "(as <code>make reference-status</code> compares them with <code>reference/dvc.lock</code>; data "
+               "folders, which git does not hold, are compared there too but not here)." if stages is not None else "")
+            + "</p>")
+    return (stale_warning(stages or [], set(recorded)) + f"<div style='overflow-x:auto'><table><tr>{head}</tr>\n" + "\n".join(rows)
+            + "</table></div>" + note)
+
+
+def currency_cell(mine: list) -> str:
+    """"yes", or "stale" when a part was measured with inputs that have changed since (the banner says which)."""
+    if any(s.measured and s.changed_inputs for s in mine):
+        return "<td style='color:#b35900'><b>stale</b></td>"
+    return "<td style='color:#1a7f37'>yes</td>"
+
+
+def stale_warning(stages: list, presented: set[str]) -> str:
+    """A banner over the table naming each presented reference result measured with inputs changed since,
+    and which inputs."""
+    lines = []
+    for experiment in sorted(presented):
+        mine = [s for s in stages if s.experiment == experiment]
+        stale = [s for s in mine if s.measured and s.changed_inputs]
+        if not stale:
+            continue
+        inputs = sorted({i.removeprefix("lib/storebench/") for s in stale for i in s.changed_inputs})
+        shown = ", ".join(inputs[:4]) + (f" and {len(inputs) - 4} more" if len(inputs) > 4 else "")
+        parts = f" ({len(stale)} of {len(mine)} parts)" if len(mine) > 1 else ""
+        lines.append(f"<li style='border:0;padding:.1em 0'><b>{html.escape(experiment.replace('_', ' '))}</b>{parts}: measured before a change to "
+                     f"{html.escape(shown)}</li>")
+    if not lines:
+        return ""
+    return ("<div style='border-left:4px solid #b35900;padding:.3em .8em;background:#fff4e5'><b>Stale:</b> measured "
+            "with code, configuration or params that have changed since. Their figures are those of the committed "
+            "measurement until it is repeated (<code>python -m storebench.pipeline.reference measure "
+            "&lt;experiment&gt; [--part &lt;part&gt;]</code>).<ul style='margin:.3em 0'>" + "".join(lines)
+            + "</ul></div>")
 
 
 def load_text(load) -> str:
@@ -229,7 +273,9 @@ PAPER_SHORT = {"harness": "harness", "dl_storage_benchmarking": "DL workloads (0
                "ML storage (001)", "layoutbench": "LayoutBench (002)", "cassandra_dl": "Cassandra (004)"}
 
 
-def build(reports_dir: Path = REPORTS_DIR) -> Path:
+def build(reports_dir: Path = REPORTS_DIR, reference_stages: list | None = None) -> Path:
+    """``reference_stages``: the reference run's StageStates (storebench.pipeline.reference.status), which say
+    whether each reference result is still current; None leaves that out."""
     reports_dir = Path(reports_dir)
     reference_dir = reports_dir / "reference"
     reference = paper_sections(reference_dir, "reference/", "h3", every_paper=True, overview=True,
@@ -263,7 +309,7 @@ and committed.</p>
 in its report whether the cause is known and what would settle it):</p>
 {verdicts_by_paper(reference_dir)}
 <p><b>Per experiment</b>:</p>
-{reference_table(reference_dir)}
+{reference_table(reference_dir, reference_stages)}
 {runs_summary(read_all(reference_dir)) if reference_dir.is_dir() else ""}
 {rules_html()}
 {"".join(reference)}
@@ -285,7 +331,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m storebench.report.index")
     parser.add_argument("--reports", default=str(REPORTS_DIR))
     args = parser.parse_args(argv)
-    print(build(Path(args.reports)))
+    from storebench.pipeline import reference
+
+    print(build(Path(args.reports), reference.status(tracked_only=True)))
 
 
 if __name__ == "__main__":

@@ -102,6 +102,8 @@ class Settings(Base):
     long_cell_repeats: Annotated[int, Field(ge=3, strict=True)] = 3  # ... gets this many repeats (no more)
     order: Literal["sequential", "shuffled"] = "sequential"
     writers: PositiveInt = 2
+    # False: each write is made once and not timed, for a part that reads a system whose writes another part times
+    writes_measured: bool = True
     chunk_rows: PositiveInt = 64
     overhead_rounds: PositiveInt = 5
     overhead_systems: list[LoaderSystem] = []
@@ -144,6 +146,16 @@ def capped_cell(config, measure: Callable[[int], tuple[float, dict | None]]) -> 
         cell.add(value, time.perf_counter() - start, row)
         policy = policy or choose(value)
     return cell, policy
+
+
+def timed_writes(config, write_once: Callable[[int], tuple[float, dict]]) -> list[dict]:
+    """The rows of one write cell (``write_once(repeat)`` -> (seconds, row)); with ``writes_measured`` off, the
+    write is made once and no row is kept (the part that times it is another)."""
+    if not config.get("writes_measured", True):
+        write_once(0)
+        return []
+    cell, policy = capped_cell(config, write_once)
+    return cell.annotated_rows(policy)
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
@@ -451,8 +463,7 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
                     seconds = time.perf_counter() - start
                     return seconds, source_run.write_row(repeat, seconds, r, writers, how, _usage(store))
 
-                cell, policy = capped_cell(config, write_once)
-                result.writes += cell.annotated_rows(policy)
+                result.writes += timed_writes(config, write_once)
                 source = rowloaders.StoreRows(StoreOpener.of(store), layout, row_format(samples))
                 mine = [p for p in points if p.rows_per_key == r]
                 source_run.measure(source, mine, f"{r} rows/key")
@@ -484,8 +495,7 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
             seconds = time.perf_counter() - start
             return seconds, source_run.write_row(repeat, seconds, 1, 1, how, table.disk_usage().bytes)
 
-        cell, policy = capped_cell(config, write_once)
-        result.writes += cell.annotated_rows(policy)
+        result.writes += timed_writes(config, write_once)
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
         points = grid(config, system, table=True)
