@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from storebench.core.experiment import ResultTables
-from storebench.experiments.harness.calibration import analysis, measure, native, readers
+from storebench.experiments.harness.calibration import analysis, measure, memory, native, readers
 from storebench.layouts import S3Place
 from storebench.layouts.lance import LanceDataset
 from storebench.layouts.tarshards import TarShards
@@ -36,6 +36,7 @@ def test_redis_and_rocksdb_beside_their_tools_at_smoke_scale(tmp_path):
     assert recorded["paper"] == "harness" and recorded["metrics"] and recorded["claims"]
     page = (tmp_path / "calibration.html").read_text()
     assert "redis-benchmark" in page and "db_bench" in page and "Traceback" not in page
+    assert set(tables["client_memory"].reader) == {"tiledb-attrs"} and "tiledb-attrs, memory</strong>: over 500 queries" in page
 
 
 @pytest.mark.slow
@@ -143,3 +144,24 @@ def test_a_reader_that_returns_other_bytes_fails_its_pass(servers, tmp_path):
         with pytest.raises(AssertionError, match="other bytes than were written .first at 7"):
             passes.reference(name, 1, 40, corrupted, check)
     assert len(passes.rows) == 8 and shards > 1
+
+
+@pytest.mark.slow
+def test_one_tiledb_context_keeps_memory_per_query_and_fresh_contexts_do_not(tmp_path):
+    """Each TileDB reader on real rows, each pass in its own process: one context's RSS climbs with the
+    queries (TileDB-Py #2194), the suite's renewal frees it."""
+    table = memory.run(list(memory.READERS), rows=2000, queries=3000, renew_every=500, rounds=1, root=tmp_path,
+                       progress=False)
+    assert set(table.reader) == set(memory.READERS) and set(table["mode"]) == {memory.RENEWED, memory.ONE_CONTEXT}
+    assert table.groupby(["reader", "mode"]).size().eq(memory.PASS_SAMPLES).all()
+    held = analysis.memory_summary(table).set_index("reader")
+    assert (held.one_context_kept_kib_per_query > 5).all(), held.one_context_kept_kib_per_query
+    assert (held.kept_kib_per_query < held.one_context_kept_kib_per_query / 4).all(), held.kept_kib_per_query
+    assert not list(tmp_path.iterdir())  # each reader's arrays removed after its passes
+
+
+def test_memory_settings_that_cannot_compare_renewals_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="at least 3 of them"):
+        memory.run(["tiledb"], rows=100, queries=2000, renew_every=1000, rounds=1, root=tmp_path)
+    with pytest.raises(ValueError, match="a multiple of memory_renew_every"):
+        memory.run(["tiledb"], rows=100, queries=3500, renew_every=1000, rounds=1, root=tmp_path)

@@ -15,6 +15,7 @@ import pandas as pd
 
 from storebench.core import stats
 from storebench.core.experiment import ResultTables
+from storebench.experiments.harness.calibration import memory
 from storebench.experiments.ml_storage_study.dataloaders.analysis import LOADER_TARGET
 from storebench.report import findings as f
 from storebench.report.plots import system_style
@@ -128,11 +129,67 @@ def loader_claims(loaders: pd.DataFrame) -> list[f.Claim]:
             for r in loaders.itertuples()]
 
 
+MEMORY_REFERENCE = "storebench target (TileDB's per-query memory, TileDB-Py #2194)"
+KEPT_TARGET_KIB = 1.0  # per query: what may stay after each renewal (one context keeps ~15-25 KiB here)
+RENEWAL_RATE_TARGET = 0.9  # the query rate with renewal / with one context
+MEMORY_COST = f.Cause(f.UNKNOWN, "TileDB may keep memory outside the context too (its global state, the allocator's "
+                      "free lists), which a renewal does not free", "a heap profile of a pass (e.g. memray) with renewal")
+
+
+def memory_summary(table: pd.DataFrame | None) -> pd.DataFrame:
+    """Per TileDB reader, from its passes (see ``memory.per_pass``): the memory kept per query and the peak
+    over the first renewal, with renewal and with one context (means over the rounds, t 95% CI), and the
+    query rate with renewal / with one context (bootstrap 95% CI)."""
+    if table is None or table.empty:
+        return pd.DataFrame()
+    passes, out = memory.per_pass(table), []
+    for reader, g in passes.groupby("reader", sort=False):
+        renewed, one = g[g["mode"] == memory.RENEWED], g[g["mode"] == memory.ONE_CONTEXT]
+        kept, kept_ci, rounds = stats.mean_ci(renewed.kept_kib_per_query)
+        one_kept, one_ci, _ = stats.mean_ci(one.kept_kib_per_query)
+        rate, low, high = stats.ratio_interval(one.us_per_query.to_numpy(), renewed.us_per_query.to_numpy())
+        out.append({"reader": reader, "renew_every": int(renewed.renew_every.iloc[0]),
+                    "queries": int(renewed.queries.iloc[0]), "rounds": rounds,
+                    "kept_kib_per_query": kept, "kept_ci95": kept_ci,
+                    "one_context_kept_kib_per_query": one_kept, "one_context_kept_ci95": one_ci,
+                    "peak_mib": renewed.peak_over_first_mib.mean(),
+                    "one_context_peak_mib": one.peak_over_first_mib.mean(),
+                    "us_per_query": renewed.us_per_query.mean(), "one_context_us_per_query": one.us_per_query.mean(),
+                    "rate_ratio": rate, "rate_ratio_low": low, "rate_ratio_high": high})
+    return pd.DataFrame(out)
+
+
+def memory_claims(summary: pd.DataFrame) -> list[f.Claim]:
+    out = []
+    for r in summary.itertuples():
+        every = f"a fresh context every {r.renew_every:,} queries"
+        out.append(f.judge(MEMORY_REFERENCE, f"{r.reader}: with {every}, at most {KEPT_TARGET_KIB:g} KiB stays per "
+                                             f"query (one context: {f.sig3(r.one_context_kept_kib_per_query)} KiB).",
+                           f"KiB kept per query, {r.reader}, {every}", r.kept_kib_per_query, r.kept_ci95,
+                           f.below(KEPT_TARGET_KIB), unit="KiB", cause=MEMORY_COST))
+        out.append(f.judge(MEMORY_REFERENCE, f"{r.reader}: {every} costs no speed: at least "
+                                             f"{RENEWAL_RATE_TARGET:g}x the query rate of one context.",
+                           f"queries/s, {every} / one context, {r.reader}", r.rate_ratio,
+                           (r.rate_ratio_low, r.rate_ratio_high), f.above(RENEWAL_RATE_TARGET), cause=MEMORY_COST))
+    return out
+
+
+def memory_lines(summary: pd.DataFrame) -> list[str]:
+    return [f"- **{r.reader}, memory**: over {r.queries:,} queries (from the first renewal to the last), with a fresh "
+            f"context every {r.renew_every:,} queries {f.sig3(r.kept_kib_per_query)} KiB stays per query (peak +{f.sig3(r.peak_mib)} MiB); with one context "
+            f"{f.sig3(r.one_context_kept_kib_per_query)} KiB (peak +{f.sig3(r.one_context_peak_mib)} MiB); query rate "
+            f"{f.interval_text(r.rate_ratio, r.rate_ratio_low, r.rate_ratio_high, 'x')} of one context's "
+            f"({f.sig3(r.us_per_query)} vs {f.sig3(r.one_context_us_per_query)} µs a query)."
+            for r in summary.itertuples()]
+
+
 def analyse(tables: ResultTables) -> f.Findings:
     table = ratios(tables["calibration"])
-    made = claims(table) + loader_claims(loader_ratios(tables.get("loaders")))
+    held = memory_summary(tables.get("client_memory"))
+    made = claims(table) + loader_claims(loader_ratios(tables.get("loaders"))) + memory_claims(held)
     if table.empty:
-        return f.Findings("No comparison was measured (see the tools table).", "", (), tuple(made))
+        return f.Findings("No comparison was measured (see the tools table).", "\n".join(memory_lines(held)), (),
+                          tuple(made))
     worst = table.loc[table.ratio.idxmin()]
     headline = (f"Ours / reference, {len(table)} comparisons: {table.ratio.min():.2f}x ({label(worst)}, "
                 f"{short(worst.client)}) to {table.ratio.max():.2f}x; load average up to "
@@ -141,7 +198,10 @@ def analyse(tables: ResultTables) -> f.Findings:
              f"{f.sig3(r.tool_per_s)}{_mb(r.tool_mb_per_s)}: "
              f"{f.interval_text(r.ratio, r.ratio_low, r.ratio_high, 'x')}; client CPU "
              f"{f.sig3(r.ours_client_cpu_us)} vs {f.sig3(r.tool_client_cpu_us)} µs per operation."
-             for r in table.itertuples()]
+             for r in table.itertuples()] + memory_lines(held)
+    if not held.empty:
+        headline += (f"; TileDB readers with fresh contexts keep {f.sig3(held.kept_kib_per_query.max())} KiB per query "
+                     f"at most, with one context up to {f.sig3(held.one_context_kept_kib_per_query.max())} KiB")
     return f.Findings(headline, "\n".join(lines), tuple(metrics(table)), tuple(made))
 
 
@@ -168,4 +228,29 @@ def figures(tables: ResultTables) -> dict[str, plt.Figure]:
     ax.set_xlabel("ours / reference (rate; 1 = the native tool's or reference library's rate; dashed: target)")
     ax.set_title("How close does each storebench client come to its system's own tool or reference library?")
     fig.tight_layout()
-    return {"ratios": fig}
+    made = {"ratios": fig}
+    if tables.get("client_memory") is not None and len(tables["client_memory"]):
+        made["memory"] = memory_figure(tables["client_memory"])
+    return made
+
+
+def memory_figure(table: pd.DataFrame) -> plt.Figure:
+    """RSS over the queries of each pass, per TileDB reader: renewal's saw-tooth beside one context's climb."""
+    readers = list(dict.fromkeys(table.reader))
+    fig, axes = plt.subplots(1, len(readers), figsize=(4 * len(readers) + 1, 3.6), squeeze=False, sharey=False)
+    colours = {memory.RENEWED: "#1a7f37", memory.ONE_CONTEXT: "#b35900"}
+    for ax, reader in zip(axes[0], readers):
+        for (mode, _), g in table[table.reader == reader].groupby(["mode", "round"], sort=False):
+            g = g.sort_values("queries_done")
+            ax.plot(g.queries_done, g.rss_mib, color=colours[mode], lw=1, alpha=0.8)
+        ax.set_title(reader)
+        ax.set_xlabel("queries made")
+        ax.set_ylabel("process RSS (MiB)")
+    for mode, colour in colours.items():
+        every = table.renew_every.dropna()
+        name = f"fresh context every {int(every.iloc[0]):,} queries" if mode == memory.RENEWED and len(every) else mode
+        axes[0][0].plot([], [], color=colour, label=name)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Does a TileDB reader's memory stay flat over many queries? (one line per pass, each in a new process)")
+    fig.tight_layout()
+    return fig

@@ -26,7 +26,8 @@ both sides' reads are verified (see ``readers``).
 
 Table ``calibration``: one row per pass. ``tools``: each tool's version, or why it did not run.
 ``loaders``: the dataloaders run's loader vs a bare loop of the same store calls (its table, carried over
-with its run id: the loaders are timed in that run, not here).
+with its run id: the loaders are timed in that run, not here). ``client_memory``: the TileDB readers' memory
+over many queries, with and without a fresh context (see ``memory``).
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ from storebench.core.experiment import ResultsDir, recorded_table
 from storebench.core.progress import tqdm
 from storebench.core.settings import NonNegativeInt, PositiveFloat, PositiveInt, Settings as Base, one_of
 from storebench.data.datasets import imagenet
-from storebench.experiments.harness.calibration import native, readers
+from storebench.experiments.harness.calibration import memory, native, readers
 from storebench.layouts import S3Place
 from storebench.layouts.lance import LanceDataset
 from storebench.layouts.queries import QUERIES
@@ -93,6 +94,11 @@ class Settings(Base):
     lance_rows_per_group: PositiveInt
     lance_queries: list[Annotated[str, one_of("query", [*QUERIES, readers.WHOLE_SET.name])]] = Field(min_length=1)
     lance_images_per_pass: PositiveInt  # a pass repeats its query until it has read at least this many images
+    memory_readers: list[memory.Reader] = []  # the TileDB readers whose memory is followed (none: not measured)
+    memory_rows: PositiveInt = 3000  # rows of the real dataset each reader holds
+    memory_queries: PositiveInt = 6000  # per pass
+    memory_renew_every: PositiveInt = 1000  # queries per context with renewal (the suite's: QUERIES_PER_CONTEXT)
+    memory_rounds: PositiveInt = 3
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
@@ -102,6 +108,10 @@ def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
     loaders = loader_overheads(out.root)
     if loaders is not None:
         out.write("loaders", loaders)
+    if settings.memory_readers:
+        out.write("client_memory", memory.run(settings.memory_readers, settings.memory_rows, settings.memory_queries,
+                                              settings.memory_renew_every, settings.memory_rounds, _scratch(),
+                                              settings.seed, progress))
 
 
 def loader_overheads(results_root: Path) -> pd.DataFrame | None:
