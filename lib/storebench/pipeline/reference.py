@@ -211,6 +211,7 @@ def measure(experiment: str, part: str | None = None) -> float:
         render(experiment)
     else:
         print(f"[reference] {experiment}: other parts not measured yet; report not rendered", flush=True)
+        render_index()  # it counts the parts measured and says whether each is current
     print(f"[reference] {name}: measured in {took:.0f} s", flush=True)
     return took
 
@@ -218,6 +219,12 @@ def measure(experiment: str, part: str | None = None) -> float:
 def render(experiment: str) -> None:
     """The reference report of ``experiment`` and the index (no server; seconds)."""
     _dvc("repro", f"reference/dvc.yaml:report_{experiment}")
+    render_index()
+
+
+def render_index() -> None:
+    """reports/index.html, once its deps name what the reference run now holds (its reports, and the inputs and
+    params of its measured stages)."""
     subprocess.run([sys.executable, "-m", "storebench.pipeline.deps", "write"], cwd=ROOT, check=True)
     _dvc("repro", "--single-item", "index")
 
