@@ -66,6 +66,25 @@ def prepared_mnist(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def prepared_seed001(tmp_path_factory):
+    """CIFAR-10 and the two corpora (seed 001's datasets) prepared into a temporary directory (raw files from
+    `make data`), for this module's notebooks and pipelines."""
+    import os
+
+    out = tmp_path_factory.mktemp("prepared001")
+    sources.prepare("cifar10", out_dir=out)
+    for name in ("sentiment140", "fb15k237"):
+        sources.prepare(name, out_dir=out)
+    saved = os.environ.get("STOREBENCH_PREPARED")
+    os.environ["STOREBENCH_PREPARED"] = str(out)
+    yield out
+    if saved is None:
+        os.environ.pop("STOREBENCH_PREPARED", None)
+    else:
+        os.environ["STOREBENCH_PREPARED"] = saved
+
+
 @pytest.fixture
 def small_dataset():
     return datasets.synthetic(300)

@@ -20,7 +20,7 @@ from storebench.pipeline import notebooks, run
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("default_ports_free")
-def test_redis_and_rocksdb_beside_their_tools_at_smoke_scale(tmp_path):
+def test_redis_and_rocksdb_beside_their_tools_at_smoke_scale(prepared_seed001, tmp_path):
     results = tmp_path / "results"
     tables = run.measure("calibration", "smoke", results_root=results, progress=False)
     rows = tables["calibration"]
@@ -43,7 +43,7 @@ def test_redis_and_rocksdb_beside_their_tools_at_smoke_scale(tmp_path):
 @pytest.mark.usefixtures("default_ports_free")
 def test_s3_and_rados_beside_their_tools(tmp_path):
     tables = run.measure("calibration", "smoke", results_root=tmp_path, progress=False,
-                         overrides={"pairs": ["s3", "rados"], "s3_object_bytes": [1024]})
+                         overrides={"pairs": ["s3", "rados"], "s3_object_bytes": [1024], "memory_readers": []})
     rows = tables["calibration"]
     clients = rows.groupby("system").client.unique()
     assert len(clients["minio"]) == 3 and any("obstore" in c for c in clients["minio"])
@@ -100,7 +100,7 @@ def test_findings_name_the_worst_comparison():
 @pytest.mark.usefixtures("default_ports_free")
 def test_layout_readers_beside_webdataset_and_lance_take(tmp_path):
     tables = run.measure("calibration", "smoke", results_root=tmp_path, progress=False,
-                         overrides={"pairs": ["webdataset", "lance"]})
+                         overrides={"pairs": ["webdataset", "lance"], "memory_readers": []})
     rows = tables["calibration"]  # each pass's read was verified against what was written, or measure raised
     assert set(rows.unit) == {"images/s"} and (rows.ops_per_s > 0).all() and (rows.mb_per_s > 0).all()
     kinds = rows.groupby("operation").client_kind.unique()
@@ -147,7 +147,7 @@ def test_a_reader_that_returns_other_bytes_fails_its_pass(servers, tmp_path):
 
 
 @pytest.mark.slow
-def test_one_tiledb_context_keeps_memory_per_query_and_fresh_contexts_do_not(tmp_path):
+def test_one_tiledb_context_keeps_memory_per_query_and_fresh_contexts_do_not(prepared_seed001, tmp_path):
     """Each TileDB reader on real rows, each pass in its own process: one context's RSS climbs with the
     queries (TileDB-Py #2194), the suite's renewal frees it."""
     table = memory.run(list(memory.READERS), rows=2000, queries=3000, renew_every=500, rounds=1, root=tmp_path,

@@ -9,29 +9,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from storebench.data.datasets import sources
 from storebench.pipeline import notebooks, run
 from storebench.paths import ROOT
 
 # Tier markers are per test: `slow` on each test that needs it, none on the pure ones.
-
-
-@pytest.fixture(scope="module")
-def prepared_seed001(tmp_path_factory):
-    """CIFAR-10 and the two corpora prepared into a temporary directory (raw files from `make data`)."""
-    import os
-
-    out = tmp_path_factory.mktemp("prepared001")
-    sources.prepare("cifar10", out_dir=out)
-    for name in ("sentiment140", "fb15k237"):
-        sources.prepare(name, out_dir=out)
-    saved = os.environ.get("STOREBENCH_PREPARED")
-    os.environ["STOREBENCH_PREPARED"] = str(out)
-    yield out
-    if saved is None:
-        os.environ.pop("STOREBENCH_PREPARED", None)
-    else:
-        os.environ["STOREBENCH_PREPARED"] = saved
 
 
 def smoke(section: str) -> dict:

@@ -96,7 +96,9 @@ def states(names: list[str] | None = None, tracked_only: bool = False) -> dict[s
 
     defined = measure_stages()
     names = list(defined) if names is None else names
-    found = {name: json.loads(_manifest(name).read_text()) for name in names if is_measured(name)}
+    lock = _lock()
+    found = {name: json.loads(_manifest(*defined[name]).read_text()) for name in names
+             if name in lock and _manifest(*defined[name]).exists()}
     measured = list(found)
     changed = changed_inputs(measured, tracked_only)
     result = {}
@@ -111,11 +113,10 @@ def states(names: list[str] | None = None, tracked_only: bool = False) -> dict[s
 
 def is_measured(stage: str) -> bool:
     """Recorded in reference/dvc.lock, with the manifest its measurement wrote."""
-    return stage in _lock() and _manifest(stage).exists()
+    return stage in _lock() and _manifest(*measure_stages()[stage]).exists()
 
 
-def _manifest(stage: str) -> Path:
-    experiment, part = measure_stages()[stage]
+def _manifest(experiment: str, part: str | None) -> Path:
     return ROOT / "results" / "reference" / experiment / (part or "") / "manifest.json"
 
 
@@ -127,7 +128,7 @@ def changed_inputs(names: list[str], tracked_only: bool = False) -> dict[str, tu
     from dvc.dependency.param import ParamsDependency
     from dvc.repo import Repo
 
-    tracked = set(_git("ls-files").splitlines()) if tracked_only else None
+    tracked = _in_git_paths() if tracked_only else None
     result = {}
     with Repo(str(ROOT)) as repo:
         wanted = set(names)
@@ -137,7 +138,7 @@ def changed_inputs(names: list[str], tracked_only: bool = False) -> dict[str, tu
             changed = []
             for dep in stage.deps:
                 path = str(Path(dep.fs_path).relative_to(ROOT))
-                if tracked is not None and not isinstance(dep, ParamsDependency) and not _in_git(path, tracked):
+                if tracked is not None and not isinstance(dep, ParamsDependency) and path.rstrip("/") not in tracked:
                     continue
                 for key, what in dep.status().items():
                     changed += [f"param {p}" for p in what] if isinstance(what, dict) else [path]
@@ -149,17 +150,19 @@ def index_inputs() -> tuple[list[str], list[str]]:
     """What decides whether the committed reference results are still current, as the index shows it (so
     its DVC stage depends on them): reference/dvc.lock, and every measured stage's git-tracked inputs and
     params."""
-    defined, tracked = stages(), set(_git("ls-files").splitlines())
+    defined, tracked = stages(), _in_git_paths()
     deps, params = {"reference/dvc.lock"}, set()
     for name in _lock():
         if name.startswith("measure_") and name in defined:
-            deps |= {d for d in map(_dep_path, defined[name]["deps"]) if _in_git(d, tracked)}
+            deps |= {d for d in map(_dep_path, defined[name]["deps"]) if d.rstrip("/") in tracked}
             params |= set(defined[name].get("params", []))
     return sorted(deps), sorted(params)
 
 
-def _in_git(path: str, tracked: set[str]) -> bool:
-    return path in tracked or any(t.startswith(path.rstrip("/") + "/") for t in tracked)
+def _in_git_paths() -> set[str]:
+    """Every file git tracks and every folder that holds one."""
+    files = _git("ls-files").splitlines()
+    return set(files) | {str(parent) for f in files for parent in Path(f).parents if str(parent) != "."}
 
 
 def _dep_path(dep) -> str:

@@ -15,7 +15,6 @@ import pandas as pd
 
 from storebench.core import stats
 from storebench.core.experiment import ResultTables
-from storebench.experiments.harness.calibration import memory
 from storebench.experiments.ml_storage_study.dataloaders.analysis import LOADER_TARGET
 from storebench.report import findings as f
 from storebench.report.plots import system_style
@@ -136,15 +135,33 @@ MEMORY_COST = f.Cause(f.UNKNOWN, "TileDB may keep memory outside the context too
                       "free lists), which a renewal does not free", "a heap profile of a pass (e.g. memray) with renewal")
 
 
+def memory_passes(table: pd.DataFrame) -> pd.DataFrame:
+    """The ``client_memory`` table (see calibration.memory) as one row per pass. ``kept_kib_per_query``: the RSS that stays, per query, from just after the first
+    renewal to just after the last (for one context: at the same query counts), so the memory a renewal
+    frees does not count; ``peak_over_first_mib``: the highest RSS over that at the first renewal; the time
+    per query (µs) over the same queries."""
+    out = []
+    for (reader, mode, round_), g in table.groupby(["reader", "mode", "round"], sort=False):
+        marks = g[g.queries_done % int(g.mark_every.iloc[0]) == 0].sort_values("queries_done")
+        first, last = marks.iloc[0], marks.iloc[-1]
+        n = last.queries_done - first.queries_done
+        out.append({"reader": reader, "mode": mode, "round": round_, "renew_every": first.renew_every,
+                    "queries": int(n), "rss_first_mib": first.rss_mib, "rss_last_mib": last.rss_mib,
+                    "kept_kib_per_query": (last.rss_mib - first.rss_mib) * 1024 / n,
+                    "peak_over_first_mib": g[g.queries_done >= first.queries_done].rss_mib.max() - first.rss_mib,
+                    "us_per_query": 1e6 * (last.read_seconds - first.read_seconds) / n})
+    return pd.DataFrame(out)
+
+
 def memory_summary(table: pd.DataFrame | None) -> pd.DataFrame:
-    """Per TileDB reader, from its passes (see ``memory.per_pass``): the memory kept per query and the peak
+    """Per TileDB reader, from its passes (``memory_passes``): the memory kept per query and the peak
     over the first renewal, with renewal and with one context (means over the rounds, t 95% CI), and the
     query rate with renewal / with one context (bootstrap 95% CI)."""
     if table is None or table.empty:
         return pd.DataFrame()
-    passes, out = memory.per_pass(table), []
+    passes, out = memory_passes(table), []
     for reader, g in passes.groupby("reader", sort=False):
-        renewed, one = g[g["mode"] == memory.RENEWED], g[g["mode"] == memory.ONE_CONTEXT]
+        renewed, one = g[g.renew_every.notna()], g[g.renew_every.isna()]  # one context: no renewal
         kept, kept_ci, rounds = stats.mean_ci(renewed.kept_kib_per_query)
         one_kept, one_ci, _ = stats.mean_ci(one.kept_kib_per_query)
         rate, low, high = stats.ratio_interval(one.us_per_query.to_numpy(), renewed.us_per_query.to_numpy())
@@ -238,17 +255,17 @@ def memory_figure(table: pd.DataFrame) -> plt.Figure:
     """RSS over the queries of each pass, per TileDB reader: renewal's saw-tooth beside one context's climb."""
     readers = list(dict.fromkeys(table.reader))
     fig, axes = plt.subplots(1, len(readers), figsize=(4 * len(readers) + 1, 3.6), squeeze=False, sharey=False)
-    colours = {memory.RENEWED: "#1a7f37", memory.ONE_CONTEXT: "#b35900"}
+    colours = {True: "#1a7f37", False: "#b35900"}  # renewed or not
     for ax, reader in zip(axes[0], readers):
         for (mode, _), g in table[table.reader == reader].groupby(["mode", "round"], sort=False):
             g = g.sort_values("queries_done")
-            ax.plot(g.queries_done, g.rss_mib, color=colours[mode], lw=1, alpha=0.8)
+            ax.plot(g.queries_done, g.rss_mib, color=colours[bool(g.renew_every.notna().any())], lw=1, alpha=0.8)
         ax.set_title(reader)
         ax.set_xlabel("queries made")
         ax.set_ylabel("process RSS (MiB)")
-    for mode, colour in colours.items():
-        every = table.renew_every.dropna()
-        name = f"fresh context every {int(every.iloc[0]):,} queries" if mode == memory.RENEWED and len(every) else mode
+    every = table.renew_every.dropna()
+    for renewed, colour in colours.items():
+        name = f"fresh context every {int(every.iloc[0]):,} queries" if renewed and len(every) else "one context"
         axes[0][0].plot([], [], color=colour, label=name)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Does a TileDB reader's memory stay flat over many queries? (one line per pass, each in a new process)")

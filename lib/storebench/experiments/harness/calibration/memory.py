@@ -162,21 +162,3 @@ def _query(reader: str, opened, data):
         if not np.array_equal(row_fingerprints(got), fingerprints[start:start + KEYS_PER_QUERY[reader]]):
             raise AssertionError("tiledb-attrs: a range read returned other rows than were written")
     return (lambda _, start: opened.read_range(int(start), int(start) + KEYS_PER_QUERY[reader])), check
-
-
-def per_pass(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per pass. ``kept_kib_per_query``: the RSS that stays, per query, from just after the first
-    renewal to just after the last (for one context: at the same query counts), so the memory a renewal
-    frees does not count; ``peak_over_first_mib``: the highest RSS over that at the first renewal; the time
-    per query (µs) over the same queries."""
-    out = []
-    for (reader, mode, round_), g in table.groupby(["reader", "mode", "round"], sort=False):
-        marks = g[g.queries_done % int(g.mark_every.iloc[0]) == 0].sort_values("queries_done")
-        first, last = marks.iloc[0], marks.iloc[-1]
-        n = last.queries_done - first.queries_done
-        out.append({"reader": reader, "mode": mode, "round": round_, "renew_every": first.renew_every,
-                    "queries": int(n), "rss_first_mib": first.rss_mib, "rss_last_mib": last.rss_mib,
-                    "kept_kib_per_query": (last.rss_mib - first.rss_mib) * 1024 / n,
-                    "peak_over_first_mib": g[g.queries_done >= first.queries_done].rss_mib.max() - first.rss_mib,
-                    "us_per_query": 1e6 * (last.read_seconds - first.read_seconds) / n})
-    return pd.DataFrame(out)
