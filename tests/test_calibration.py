@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from storebench.core.experiment import ResultTables
+from storebench.core.settings import ParamsError
 from storebench.experiments.harness.calibration import analysis, measure, memory, native, readers
 from storebench.layouts import S3Place
 from storebench.layouts.lance import LanceDataset
@@ -165,3 +166,5 @@ def test_memory_settings_that_cannot_compare_renewals_are_refused(tmp_path):
         memory.run(["tiledb"], rows=100, queries=2000, renew_every=1000, rounds=1, root=tmp_path)
     with pytest.raises(ValueError, match="a multiple of memory_renew_every"):
         memory.run(["tiledb"], rows=100, queries=3500, renew_every=1000, rounds=1, root=tmp_path)
+    with pytest.raises(ParamsError, match="at least 3 of them"):  # with the params, before any pair runs
+        run.settings("calibration", "smoke", overrides={"memory_queries": 200})

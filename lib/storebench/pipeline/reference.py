@@ -140,7 +140,7 @@ def changed_inputs(names: list[str], tracked_only: bool = False) -> dict[str, tu
                 path = str(Path(dep.fs_path).relative_to(ROOT))
                 if tracked is not None and not isinstance(dep, ParamsDependency) and path.rstrip("/") not in tracked:
                     continue
-                for key, what in dep.status().items():
+                for what in dep.status().values():
                     changed += [f"param {p}" for p in what] if isinstance(what, dict) else [path]
             result[stage.name] = tuple(changed)
     return result

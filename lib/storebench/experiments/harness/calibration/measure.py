@@ -42,7 +42,7 @@ from typing import Annotated, Callable, Literal
 import numpy as np
 import pandas as pd
 import psutil
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from storebench.core.experiment import ResultsDir, recorded_table
 from storebench.core.progress import tqdm
@@ -99,6 +99,13 @@ class Settings(Base):
     memory_queries: PositiveInt = 6000  # per pass
     memory_renew_every: PositiveInt = 1000  # queries per context with renewal (the suite's: QUERIES_PER_CONTEXT)
     memory_rounds: PositiveInt = 3
+
+    @model_validator(mode="after")
+    def _memory_counts(self):
+        """Checked with the params, not after the other pairs have run."""
+        if self.memory_readers:
+            memory.check_counts(self.memory_queries, self.memory_renew_every)
+        return self
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:

@@ -41,13 +41,18 @@ PASS_SAMPLES = 30  # RSS samples per pass, evenly spaced
 WORKLOAD = {"tiledb": "image", "tiledb-array": "image", "tiledb-attrs": "text"}
 
 
-def run(readers: list[str], rows: int, queries: int, renew_every: int, rounds: int, root: Path, seed: int = 0,
-        progress: bool = True) -> pd.DataFrame:
-    """``rounds`` rounds, each a pass of ``queries`` queries per reader and mode, every pass in a new process."""
+def check_counts(queries: int, renew_every: int) -> None:
+    """Refuse query counts that cannot compare what stays after each renewal."""
     if queries < 3 * renew_every or queries % renew_every or renew_every % max(1, queries // PASS_SAMPLES):
         raise ValueError(f"calibration: memory_queries ({queries:,}) must be a multiple of memory_renew_every "
                          f"({renew_every:,}), at least 3 of them (what stays after each renewal is compared), and "
                          f"memory_renew_every a multiple of memory_queries / {PASS_SAMPLES} (RSS is sampled then)")
+
+
+def run(readers: list[str], rows: int, queries: int, renew_every: int, rounds: int, root: Path, seed: int = 0,
+        progress: bool = True) -> pd.DataFrame:
+    """``rounds`` rounds, each a pass of ``queries`` queries per reader and mode, every pass in a new process."""
+    check_counts(queries, renew_every)
     found = []
     spawn = multiprocessing.get_context("spawn")
     bar = tqdm(total=len(readers) * 2 * rounds, desc="calibration memory", unit="pass", disable=not progress,
@@ -55,8 +60,8 @@ def run(readers: list[str], rows: int, queries: int, renew_every: int, rounds: i
     for reader in readers:
         where = root / f"memory-{reader}"
         shutil.rmtree(where, ignore_errors=True)
-        _write(reader, where, rows)
         try:
+            _write(reader, where, rows)
             for r in range(rounds):
                 modes = [(RENEWED, renew_every), (ONE_CONTEXT, queries + 1)]
                 for mode, every in (modes if r % 2 == 0 else modes[::-1]):
