@@ -1,5 +1,7 @@
 import itertools
 import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,6 +35,19 @@ class LocalServers:
         for svc in self.running.values():
             svc.stop()
         self.running.clear()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def free_memory_server_data(tmp_path_factory):
+    """Servers at location "memory" keep their data on tmpfs (RAM), outside pytest's tmp dir, in a folder named
+    after their work dir: at the session's end, free those of every work dir under this session's tmp dir."""
+    yield
+    from storebench.services import local_service
+
+    base = tmp_path_factory.getbasetemp()
+    workdirs = [base, *(Path(top, name) for top, names, _ in os.walk(base) for name in names)]  # no symlinks
+    for workdir in workdirs:
+        shutil.rmtree(local_service("redis", workdir, "memory").data_dir.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
