@@ -101,7 +101,10 @@ class TileDBStore(FreshContexts, Store):
 
     def _query(self, keys) -> dict[int, bytes]:
         self._counted()
-        result = self.array.multi_index[[check_key(k) for k in keys]]
+        # a local holds the handle for the whole query: its indexer keeps only a weak reference, and a
+        # renewal on another thread drops self.array's
+        array = self.array
+        result = array.multi_index[[check_key(k) for k in keys]]
         return dict(zip(result["key"].tolist(), result["value"]))
 
     def get(self, key):
@@ -210,8 +213,9 @@ class TileDBArrayStore(FreshContexts, ArrayStore):
             raise IndexError(f"sample index out of range for {self.name}")
         points, back = np.unique(indices, return_inverse=True)  # multi_index answers in ascending order
         self._counted()
-        images = self.images.multi_index[points.tolist()]["pixel"]
-        labels = self.labels.multi_index[points.tolist()]["label"]
+        image_array, label_array = self.images, self.labels  # held for the query (see TileDBStore._query)
+        images = image_array.multi_index[points.tolist()]["pixel"]
+        labels = label_array.multi_index[points.tolist()]["label"]
         return images[back], labels[back]
 
     def read_all(self):
