@@ -451,3 +451,17 @@ def test_a_port_offset_moves_every_default_port(monkeypatch, tmp_path):
     monkeypatch.setenv("STOREBENCH_PORT_OFFSET", "-1")
     with pytest.raises(ValueError, match="STOREBENCH_PORT_OFFSET must be an integer"):
         local_service("redis", tmp_path)
+
+
+@pytest.mark.server
+def test_a_pool_frees_its_memory_servers_data_when_it_moves_on_and_closes(tmp_path, default_ports_free):
+    from storebench.stores.systems import ServicePool
+
+    with ServicePool(workdir=tmp_path) as pool:
+        _, memory = pool.endpoint("redis", "memory")
+        assert memory.data_dir.exists()
+        _, disk = pool.endpoint("redis", "disk-warm")  # one server at a time: the memory one goes, its data too
+        assert not memory.data_dir.exists() and disk.data_dir.exists()
+        _, memory = pool.endpoint("redis", "memory")
+    assert not memory.data_dir.exists()
+    assert disk.data_dir.exists()  # on disk, data stays where the user can look at it

@@ -53,6 +53,15 @@ def _expand(text: str) -> str:
     return re.sub(r"\$\{(\w+)\}", lookup, text)
 
 
+def _release(svc) -> None:
+    """Stop a pool's server; at location "memory" also free its data (tmpfs is RAM, and the pool's next
+    start of it wipes the data anyway)."""
+    if svc.location == "memory":
+        svc.wipe()
+    else:
+        svc.stop()
+
+
 class ServicePool:
     """Local servers started on demand, one per (service, location), stopped on close.
     With ``hop`` (a storebench.testbed.netns.NetworkHop) they run inside its namespace, bound to its
@@ -75,7 +84,7 @@ class ServicePool:
         where = service_location(location)
         for key, svc in list(self.running.items()):
             if key != (service, where):  # one server at a time: an idle one would disturb the others' timings
-                svc.stop()
+                _release(svc)
                 del self.running[key]
         if (service, where) not in self.running:
             placed = {"host": self.hop.server_address, "netns": self.hop.namespace} if self.hop else {}
@@ -88,6 +97,8 @@ class ServicePool:
 
     def close(self):
         self.stack.close()
+        for svc in self.running.values():
+            _release(svc)
         self.running.clear()
 
     def __enter__(self):
