@@ -117,10 +117,17 @@ def _restart(store, server) -> float:
     ingest (Cassandra: into sstables) and reads write nothing, so a stop loses nothing."""
     store.close()
     start = time.perf_counter()
+    restart_evicted(server)
+    store.reconnect()
+    return time.perf_counter() - start
+
+
+def restart_evicted(server) -> float:
+    """Stop ``server``, evict its files from the page cache, start it: seconds from stop to ready."""
+    start = time.perf_counter()
     server.stop()
     evict(path for path in server.data_dir.rglob("*") if path.is_file())
     server.start()
-    store.reconnect()
     return time.perf_counter() - start
 
 

@@ -62,7 +62,7 @@ from storebench.stores.systems import ServicePool, open_system
 from storebench.core.stats import mean_ci
 from storebench.experiments.common import Skipped, record_skipped
 from storebench.experiments.cassandra_dl.cassandra_loader.saturation import saturation
-from storebench.testbed.locations import evict, residency
+from storebench.testbed.locations import evict, residency, restart_evicted
 
 EXPERIMENT = "cassandra_loader"
 LOCATION = "disk-warm"
@@ -225,7 +225,7 @@ def cold_epochs(source, catalog: Catalog, splits: sp.Splits, service, keyspace: 
     service.nodetool("flush", keyspace)  # every row in sstables on disk: nothing replayed into memory at start
     rows = []
     for repeat in range(config["cold_epochs"]):
-        restart_seconds, resident = restart_evicted(service, keyspace)
+        restart_seconds, resident = restart_cold(service, keyspace)
         with PrefetchLoader(source, catalog, splits, batch_size=config["cold_batch"], depth=config["depth"]) as loader:
             loader.connect(0)
             images = nbytes = 0
@@ -242,14 +242,10 @@ def cold_epochs(source, catalog: Catalog, splits: sp.Splits, service, keyspace: 
     return rows
 
 
-def restart_evicted(service, keyspace: str):
-    """Stop the node, evict its files, start it, evict the keyspace's files again (what the start read):
+def restart_cold(service, keyspace: str):
+    """Restart the node with its files evicted, then evict the keyspace's files again (what the start read):
     (seconds from stop to ready, the keyspace's page-cache residency right after)."""
-    start = time.perf_counter()
-    service.stop()
-    evict(path for path in service.data_dir.rglob("*") if path.is_file())
-    service.start()
-    seconds = time.perf_counter() - start
+    seconds = restart_evicted(service)
     files = [path for path in service.data_dir.rglob("*") if path.is_file() and keyspace in path.parts]
     evict(files)
     return seconds, residency(files)
