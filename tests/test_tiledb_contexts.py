@@ -96,3 +96,35 @@ def test_threads_reading_across_renewals_all_get_what_was_written(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(reader, range(4)))
     store.close()
+
+
+class RenewedMidQuery:
+    """A reader's handle whose indexer is fetched just before another thread renews the context: the
+    reader's reference to this handle goes, as it does in a race between threads."""
+
+    def __init__(self, store, array):
+        self.store, self.array = store, array
+
+    @property
+    def multi_index(self):
+        indexer = self.array.multi_index  # TileDB's indexer holds its array by a weak reference only
+        self.store._renew()
+        return indexer
+
+
+def test_a_renewal_between_fetching_the_handle_and_reading_leaves_the_query_its_handle(tmp_path):
+    store = T.TileDBStore(tmp_path / "kv")
+    store.put_many((k, value_for(k)) for k in range(8))
+    store.array = RenewedMidQuery(store, store.array)
+    assert store.get_many([1, 5]) == [value_for(1), value_for(5)]
+    store.close()
+
+
+def test_the_array_store_keeps_its_handles_through_a_renewal_mid_query(tmp_path):
+    data = datasets.synthetic(20)
+    store = T.TileDBArrayStore(tmp_path / "array", samples_per_chunk=8)
+    store.write(data.images, data.labels)
+    store.images = RenewedMidQuery(store, store.images)
+    images, labels = store.read([3, 17])
+    assert np.array_equal(images, data.images[[3, 17]]) and np.array_equal(labels, data.labels[[3, 17]])
+    store.close()
