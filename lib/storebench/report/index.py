@@ -21,7 +21,8 @@ li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#ee
 table{border-collapse:collapse;font-size:85%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
 th{vertical-align:bottom;font-weight:bold;white-space:nowrap} td:first-child{text-align:left}
 ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} td{white-space:nowrap}
-td.noise{color:#888;font-style:italic} nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
+td.noise{color:#888;font-style:italic}
+td small{white-space:normal;display:inline-block;max-width:12em}  /* a figure's note wraps under it */ nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
 
 
 WHOSE = {"harness": "(storebench's own targets for its clients)"}
