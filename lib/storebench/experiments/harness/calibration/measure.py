@@ -267,7 +267,9 @@ def redis(config: Settings, services: ServicePool) -> tuple[list[dict], dict]:
                 passes.ours(client, r, len(expected), lambda: [v for b in batches for v in store.get_many(b)],
                             expect_equal(expected, "redis"))
 
-            def theirs(r, k=k, requests=requests, passes=passes):
+            tool_requests = native.redis_benchmark_requests(store.endpoint, store.namespace, k, requests)
+
+            def theirs(r, k=k, requests=tool_requests, passes=passes):
                 passes.tool(tool, r, lambda: native.redis_benchmark(store.endpoint, store.namespace, k, requests))
             interleaved(config.repeats, [ours, theirs])
             rows += passes.rows

@@ -3,7 +3,9 @@ tool, each returning what one pass did (``ToolPass``). The tools are found on PA
 cache (``env/tools/install-tools.sh`` installs the ones not already there); a missing tool is
 ``ToolMissing`` with what installs it.
 
-- ``redis-benchmark`` (Debian redis-tools): HMGET of k fields over one connection, no pipelining.
+- ``redis-benchmark`` (Debian redis-tools): HMGET of k fields over one connection, no pipelining; its
+  passes are made at least 0.25 s long (more requests than storebench's pass when needed), since it
+  times in whole milliseconds.
 - ``rados bench`` (Debian ceph-common): ``write --no-cleanup`` once, then ``rand`` passes, t in flight.
 - ``db_bench`` (Debian rocksdb-tools): ``fillrandom`` once, then ``readrandom`` passes, one thread.
 - ``storebench-s3get`` (built from env/tools/s3get): GETs with minio-go, MinIO's Go SDK, c in flight.
@@ -64,6 +66,9 @@ def run_tool(cmd: list[str], timeout: float, stdin: str | None = None, env: dict
 
 
 # ------------------------------------------------------------------------------------------ Redis
+REDIS_BENCHMARK_MIN_SECONDS = 0.25  # its clock counts whole milliseconds: a pass this long is timed to 0.4%
+
+
 def redis_benchmark(endpoint: dict, key: str, k: int, requests: int) -> ToolPass:
     """HMGET of fields 0..k-1 of hash ``key``, ``requests`` times, one connection, no pipelining;
     ops are objects (requests x k). Replies are not checked by the tool."""
@@ -72,8 +77,16 @@ def redis_benchmark(endpoint: dict, key: str, k: int, requests: int) -> ToolPass
     out, cpu = run_tool([binary, "-h", endpoint["host"], "-p", str(endpoint["port"]), *auth, "-c", "1",
                          "-n", str(requests), "-P", "1", "--csv", "HMGET", key, *map(str, range(k))],
                         timeout=600)
-    rps = float(next(csv.DictReader(io.StringIO(out)))["rps"])
+    rps = float(next(csv.DictReader(io.StringIO(out)))["rps"])  # "inf" when it timed 0 ms
     return ToolPass(requests * k, requests / rps, cpu)
+
+
+def redis_benchmark_requests(endpoint: dict, key: str, k: int, requests: int) -> int:
+    """At least ``requests``: as many as make a pass that redis-benchmark times at
+    ``REDIS_BENCHMARK_MIN_SECONDS`` or more (found by trial passes, which also warm up)."""
+    while (seconds := redis_benchmark(endpoint, key, k, requests).seconds) < REDIS_BENCHMARK_MIN_SECONDS:
+        requests = 2 * requests if seconds == 0 else int(requests * 1.2 * REDIS_BENCHMARK_MIN_SECONDS / seconds) + 1
+    return requests
 
 
 def redis_benchmark_version() -> str:
