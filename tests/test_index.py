@@ -91,6 +91,20 @@ def test_index_has_a_section_per_seed_marks_noise_and_lists_unrecorded_reports(t
     assert "Reports without recorded findings" in page and 'href="orphan.html"' in page
 
 
+def test_the_overview_keeps_every_figure_on_the_page_however_many_there_are():
+    def recorded(systems, figures):
+        metrics = tuple(findings.ratio(s, f"figure {f}", 1.5, 0.01, 1.0, 0.01) for s in systems for f in figures)
+        return [findings.Recorded("x", "dl_storage_benchmarking", "?", metrics, (), {})]
+
+    few_systems = index.overview_table(recorded(["cassandra", "redis"], range(13)))
+    assert few_systems.count("<table>") == 1 and few_systems.count("<tr>") == 14  # a row per figure
+    assert "<td class='figure'>figure 12 (ratio)</td>" in few_systems and "class='columns'" not in few_systems
+    many_systems = index.overview_table(recorded([f"s{i}" for i in range(10)], range(18)))
+    assert many_systems.count("<table>") == 3  # 18 lettered figures in tables of 6, every system in each
+    assert all(many_systems.count(f"<td>s{i}</td>") == 3 for i in range(10))
+    assert "<li><b>R</b>: figure 17</li>" in many_systems and many_systems.count("<th title=") == 18
+
+
 def test_the_index_presents_the_reference_results_first_with_preset_data_when_and_how_long(tmp_path):
     from storebench.core.experiment import Experiment
 

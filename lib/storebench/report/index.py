@@ -22,7 +22,9 @@ table{border-collapse:collapse;font-size:85%} td,th{padding:.2em .6em;border-bot
 th{vertical-align:bottom;font-weight:bold;white-space:nowrap} td:first-child{text-align:left}
 ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} td{white-space:nowrap}
 td.noise{color:#888;font-style:italic}
-td small{white-space:normal;display:inline-block;max-width:12em}  /* a figure's note wraps under it */ nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
+td small{white-space:normal;display:inline-block;max-width:12em}  /* a figure's note wraps under it */
+div.overview{overflow-x:auto} div.overview table{margin-bottom:.8em} td.figure{white-space:normal;max-width:24em}
+nav a{margin-right:1em} .verdicts span{margin-right:.8em}"""
 
 
 WHOSE = {"harness": "(storebench's own targets for its clients)"}
@@ -39,9 +41,14 @@ def verdict_counts(recorded: list[Recorded], whose: str = "of the paper") -> str
     return f"<p class='verdicts'>{total} claims {whose} judged: {spans}</p>"
 
 
+FIGURES_PER_TABLE = 6  # what fits the page's width beside the system column
+
+
 def overview_table(recorded: list[Recorded]) -> str:
-    """system x figure, compact: columns lettered (A, B, ...) with their full description below the
-    table; value [95% CI], 3 significant digits; a figure whose CI includes "no effect" is greyed."""
+    """system x figure, compact, value [95% CI], 3 significant digits; a figure whose CI includes "no
+    effect" is greyed. Few systems and many figures: one row per figure, its description beside it.
+    Otherwise one row per system, the figures lettered (A, B, ...) and described below, in tables of at most
+    ``FIGURES_PER_TABLE`` figures so that none runs off the page."""
     metrics: list[Metric] = [m for r in recorded for m in r.metrics]
     if not metrics:
         return ""
@@ -49,29 +56,52 @@ def overview_table(recorded: list[Recorded]) -> str:
     systems = list(dict.fromkeys(m.system for m in metrics))
     cell = {(m.system, m.column): m for m in metrics}
     units = {c: next(m.unit for m in metrics if m.column == c) for c in columns}
-    head = "".join(f"<th title='{html.escape(c)}'>{_letter(i)} ({'%' if units[c] == '%' else 'ratio'})</th>"
-                   for i, c in enumerate(columns))
-    legend = "".join(f"<li><b>{_letter(i)}</b>: {html.escape(c)}</li>" for i, c in enumerate(columns))
-    rows = []
-    for system in systems:
-        cells = []
-        for column in columns:
-            m = cell.get((system, column))
-            if m is None:
-                cells.append("<td>&ndash;</td>")
-            elif m.within_noise:
-                cells.append(f'<td class="noise" title="95% CI includes no effect">{_value_lines(m.text())}'
-                             f"<br><small>(within noise)</small></td>")
-            else:
-                cells.append(f"<td>{_value_lines(m.text())}</td>")
-        rows.append(f"<tr><td>{html.escape(system)}</td>{''.join(cells)}</tr>")
-    return (f"<div style='overflow-x:auto'><table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows)
-            + f"</table></div>\n<ul class='columns'>{legend}</ul>"
+    if len(systems) < len(columns) and len(systems) <= FIGURES_PER_TABLE:
+        tables = _figure_rows(columns, systems, cell, units)
+        legend = ""
+    else:
+        tables = _system_rows(columns, systems, cell, units)
+        legend = "".join(f"<li><b>{_letter(i)}</b>: {html.escape(c)}</li>" for i, c in enumerate(columns))
+        legend = f"<ul class='columns'>{legend}</ul>"
+    return (tables + legend +
             "<p>Value [95% CI], 3 significant digits, computed by each experiment from its own result table (one "
             "run, this machine); a ratio's CI comes from the ratio's own distribution (asymmetric), a share's stays "
             "within [0, 100%]; <i>no CI</i>: one repeat. <i>Within noise</i>: the 95% CI includes no effect (1x for "
             "a ratio, 0% for a share), so the figure is not a finding. &ndash;: not measured by that "
             "experiment.</p>")
+
+
+def _system_rows(columns, systems, cell, units) -> str:
+    per = -(-len(columns) // -(-len(columns) // FIGURES_PER_TABLE))  # balanced: 18 figures -> 3 tables of 6
+    tables = []
+    for start in range(0, len(columns), per):
+        chunk = list(enumerate(columns))[start:start + per]
+        head = "".join(f"<th title='{html.escape(c)}'>{_letter(i)} ({_unit(units[c])})</th>" for i, c in chunk)
+        rows = [f"<tr><td>{html.escape(s)}</td>{''.join(_cell(cell.get((s, c))) for _, c in chunk)}</tr>"
+                for s in systems]
+        tables.append(f"<table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows) + "</table>")
+    return "<div class='overview'>" + "\n".join(tables) + "</div>\n"
+
+
+def _figure_rows(columns, systems, cell, units) -> str:
+    head = "".join(f"<th>{html.escape(s)}</th>" for s in systems)
+    rows = [f"<tr><td class='figure'>{html.escape(c)} ({_unit(units[c])})</td>"
+            f"{''.join(_cell(cell.get((s, c))) for s in systems)}</tr>" for c in columns]
+    return (f"<div class='overview'><table><tr><th>figure</th>{head}</tr>\n" + "\n".join(rows)
+            + "</table></div>\n")
+
+
+def _unit(unit: str) -> str:
+    return "%" if unit == "%" else "ratio"
+
+
+def _cell(m: Metric | None) -> str:
+    if m is None:
+        return "<td>&ndash;</td>"
+    if m.within_noise:
+        return (f'<td class="noise" title="95% CI includes no effect">{_value_lines(m.text())}'
+                f"<br><small>(within noise)</small></td>")
+    return f"<td>{_value_lines(m.text())}</td>"
 
 
 def _value_lines(text: str) -> str:
