@@ -4,8 +4,8 @@ cache (``env/tools/install-tools.sh`` installs the ones not already there); a mi
 ``ToolMissing`` with what installs it.
 
 - ``redis-benchmark`` (Debian redis-tools): HMGET of k fields over one connection, no pipelining; its
-  passes are made at least 0.25 s long (more requests than storebench's pass when needed), since it
-  times in whole milliseconds.
+  passes are sized by trial passes to last 0.25 s or more (more requests than storebench's pass when
+  needed), since it times in whole milliseconds.
 - ``rados bench`` (Debian ceph-common): ``write --no-cleanup`` once, then ``rand`` passes, t in flight.
 - ``db_bench`` (Debian rocksdb-tools): ``fillrandom`` once, then ``readrandom`` passes, one thread.
 - ``storebench-s3get`` (built from env/tools/s3get): GETs with minio-go, MinIO's Go SDK, c in flight.
