@@ -103,6 +103,8 @@ def test_the_overview_keeps_every_figure_on_the_page_however_many_there_are():
     assert many_systems.count("<table>") == 3  # 18 lettered figures in tables of 6, every system in each
     assert all(many_systems.count(f"<td>s{i}</td>") == 3 for i in range(10))
     assert "<li><b>R</b>: figure 17</li>" in many_systems and many_systems.count("<th title=") == 18
+    sparse = recorded(["cassandra"], range(18)) + recorded([f"s{i}" for i in range(9)], [0])
+    assert index.overview_table(sparse).count("<td>s3</td>") == 1  # only in the table with its figure
 
 
 def test_the_index_presents_the_reference_results_first_with_preset_data_when_and_how_long(tmp_path):

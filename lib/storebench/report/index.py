@@ -20,7 +20,7 @@ STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-heigh
 li{list-style:none;border-top:1px solid #ccc;padding:.5em 0} code{background:#eee}
 table{border-collapse:collapse;font-size:85%} td,th{padding:.2em .6em;border-bottom:1px solid #ddd;text-align:right}
 th{vertical-align:bottom;font-weight:bold;white-space:nowrap} td:first-child{text-align:left}
-ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} td{white-space:nowrap}
+ul.columns{font-size:85%;color:#444;list-style:none;padding-left:0} ul.columns li{border:0;padding:0} td{white-space:nowrap}
 td.noise{color:#888;font-style:italic}
 td small{white-space:normal;display:inline-block;max-width:12em}  /* a figure's note wraps under it */
 div.overview{overflow-x:auto} div.overview table{margin-bottom:.8em} td.figure{white-space:normal;max-width:24em}
@@ -48,7 +48,8 @@ def overview_table(recorded: list[Recorded]) -> str:
     """system x figure, compact, value [95% CI], 3 significant digits; a figure whose CI includes "no
     effect" is greyed. Few systems and many figures: one row per figure, its description beside it.
     Otherwise one row per system, the figures lettered (A, B, ...) and described below, in tables of at most
-    ``FIGURES_PER_TABLE`` figures so that none runs off the page."""
+    ``FIGURES_PER_TABLE`` figures so that none runs off the page (a system without any of a table's figures
+    is left out of it)."""
     metrics: list[Metric] = [m for r in recorded for m in r.metrics]
     if not metrics:
         return ""
@@ -56,14 +57,9 @@ def overview_table(recorded: list[Recorded]) -> str:
     systems = list(dict.fromkeys(m.system for m in metrics))
     cell = {(m.system, m.column): m for m in metrics}
     units = {c: next(m.unit for m in metrics if m.column == c) for c in columns}
-    if len(systems) < len(columns) and len(systems) <= FIGURES_PER_TABLE:
-        tables = _figure_rows(columns, systems, cell, units)
-        legend = ""
-    else:
-        tables = _system_rows(columns, systems, cell, units)
-        legend = "".join(f"<li><b>{_letter(i)}</b>: {html.escape(c)}</li>" for i, c in enumerate(columns))
-        legend = f"<ul class='columns'>{legend}</ul>"
-    return (tables + legend +
+    few_systems = len(systems) < len(columns) and len(systems) <= FIGURES_PER_TABLE
+    tables = (_figure_rows if few_systems else _system_rows)(columns, systems, cell, units)
+    return (tables +
             "<p>Value [95% CI], 3 significant digits, computed by each experiment from its own result table (one "
             "run, this machine); a ratio's CI comes from the ratio's own distribution (asymmetric), a share's stays "
             "within [0, 100%]; <i>no CI</i>: one repeat. <i>Within noise</i>: the 95% CI includes no effect (1x for "
@@ -72,14 +68,18 @@ def overview_table(recorded: list[Recorded]) -> str:
 
 
 def _system_rows(columns, systems, cell, units) -> str:
+    """Tables of at most FIGURES_PER_TABLE lettered figures, each with the systems that have one of them
+    and, below it, what its letters stand for."""
     per = -(-len(columns) // -(-len(columns) // FIGURES_PER_TABLE))  # balanced: 18 figures -> 3 tables of 6
     tables = []
     for start in range(0, len(columns), per):
         chunk = list(enumerate(columns))[start:start + per]
         head = "".join(f"<th title='{html.escape(c)}'>{_letter(i)} ({_unit(units[c])})</th>" for i, c in chunk)
         rows = [f"<tr><td>{html.escape(s)}</td>{''.join(_cell(cell.get((s, c))) for _, c in chunk)}</tr>"
-                for s in systems]
-        tables.append(f"<table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows) + "</table>")
+                for s in systems if any((s, c) in cell for _, c in chunk)]
+        legend = "".join(f"<li><b>{_letter(i)}</b>: {html.escape(c)}</li>" for i, c in chunk)
+        tables.append(f"<table><tr><th>system</th>{head}</tr>\n" + "\n".join(rows) + "</table>"
+                      f"<ul class='columns'>{legend}</ul>")
     return "<div class='overview'>" + "\n".join(tables) + "</div>\n"
 
 
