@@ -103,6 +103,32 @@ def test_the_machine_card_comes_from_the_manifest_and_says_what_an_older_one_lac
     assert "not recorded" in machine.card_html(old) and "2 cores" in machine.summary(old)
 
 
+def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_where(tmp_path):
+    from storebench.core.experiment import ResultTables
+    from storebench.report import index, notebook
+
+    common = {"host": "vm", "cores": 2, "memory_bytes": 25 * 2**30, "disk_device": "/dev/vda", "filesystem": "ext4"}
+    cpus = {"image": ("AMD EPYC", "family 26 model 2"), "text": ("Intel Xeon", "family 6 model 167"),
+            "graph": ("AMD EPYC", "family 26 model 2")}
+    for part, (cpu, cpu_id) in cpus.items():
+        (tmp_path / part).mkdir()
+        pd.DataFrame({"system": [part], "seconds": [1.0]}).to_csv(tmp_path / part / "t.csv", index=False)
+        (tmp_path / part / "manifest.json").write_text(json.dumps({
+            "run_id": part, "started_utc": "2026-11-26T21:12", "duration_s": 10, "scale": "reference",
+            "machine": {**common, "cpu_model": cpu, "cpu_id": cpu_id}}))
+    run = ResultTables.read(tmp_path).manifest
+    assert run["machine"]["cpu_model"] == ["AMD EPYC", "Intel Xeon"] and run["machine"]["cores"] == 2
+    assert "2 cores (AMD EPYC / Intel Xeon)" in machine.summary(run)
+    assert dict(machine.card(run))["parts by machine"] == (
+        "AMD EPYC (family 26 model 2): graph, image; Intel Xeon (family 6 model 167): text")
+    assert "ran on 2 machines" in machine.mixed_note(run) and "Machines</b>" in notebook._mixed_machines(run)
+    page = index.runs_summary([index.Recorded("x", "harness", "", (), (), run)])
+    assert "vm: AMD EPYC, 2 cores" in page and "vm: Intel Xeon, 2 cores" in page
+    one = ResultTables.read(tmp_path / "text").manifest
+    assert machine.mixed_note(one) == "" and "parts by machine" not in dict(machine.card(one))
+    assert len(machine.machines(run)) == 2 and machine.machines(one) == [(one["machine"], [])]
+
+
 def test_a_go_install_minio_is_named_by_its_commit():
     versions = machine.versions({"versions": {"system_versions": {
         "minio": "MinIO DEVELOPMENT.GOGET (github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c)"}}})

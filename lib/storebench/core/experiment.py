@@ -123,7 +123,8 @@ class ResultTables:
     def merged(cls, parts: dict[str, "ResultTables"]) -> "ResultTables":
         """The parts of a split measurement as one: each table concatenated over the parts (a ``part``
         column says which), one manifest (the first and last UTC times, the summed duration, the settings
-        merged: equal values kept, lists unioned in order) that lists every part's own run."""
+        and machine cards merged: equal values kept, lists unioned in order) that lists every part's own
+        run and machine (parts measured in different sessions may have run on different hosts)."""
         names = list(dict.fromkeys(n for tables in parts.values() for n in tables.names))
         frames = {}
         for name in names:
@@ -164,7 +165,7 @@ def recorded_table(results_root: Path, experiment: str, table: str) -> tuple[pd.
     return (tables[table], tables.manifest) if table in tables else None
 
 
-RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash", "load_avg_1m")
+RUN_KEYS = ("run_id", "started_utc", "finished_utc", "duration_s", "git_rev", "params_hash", "load_avg_1m", "machine")
 
 
 def merged_manifest(manifests: dict[str, dict]) -> dict:
@@ -179,6 +180,7 @@ def merged_manifest(manifests: dict[str, dict]) -> dict:
     manifest["git_rev"] = ", ".join(dict.fromkeys(str(m.get("git_rev")) for m in runs))
     manifest["settings"] = merge_settings([m.get("settings") or {} for m in runs])
     manifest["versions"] = merge_settings([m.get("versions") or {} for m in runs])
+    manifest["machine"] = merge_settings([m.get("machine") or {} for m in runs])  # a differing field: a list
     manifest["parts"] = {part: {key: m.get(key) for key in RUN_KEYS} for part, m in manifests.items()}
     loads = [m["load_avg_1m"] for m in runs if isinstance(m.get("load_avg_1m"), dict)]
     manifest["load_avg_1m"] = {"max": max(x["max"] for x in loads), "mean": round(

@@ -14,6 +14,7 @@ from pathlib import Path
 from storebench.core.experiment import PAPERS
 from storebench.core.provenance import git_revision
 from storebench.paths import REPORTS_DIR
+from storebench.report import machine
 from storebench.report.findings import VERDICT_COLOURS, VERDICTS, Metric, Recorded, read_all, rules_html
 
 STYLE = """body{font-family:sans-serif;max-width:64em;margin:2em auto;line-height:1.4}
@@ -173,11 +174,11 @@ def paper_sections(reports_dir: Path, prefix: str = "", heading: str = "h2", eve
     return sections
 
 
-def machine_text(machine: dict) -> str:
-    gib = (machine.get("memory_bytes") or 0) / 2**30
-    return (f"{machine.get('host', '?')}: {machine.get('cpu_model', '?')}, {machine.get('cores', '?')} cores, "
-            f"{gib:.0f} GiB, {machine.get('disk_device', '?')} ({machine.get('filesystem', '?')}), "
-            f"kernel {machine.get('kernel', '?')}, {machine.get('os', '?')}")
+def machine_text(card: dict) -> str:
+    gib = (card.get("memory_bytes") or 0) / 2**30
+    return (f"{card.get('host', '?')}: {card.get('cpu_model', '?')}, {card.get('cores', '?')} cores, "
+            f"{gib:.0f} GiB, {card.get('disk_device', '?')} ({card.get('filesystem', '?')}), "
+            f"kernel {card.get('kernel', '?')}, {card.get('os', '?')}")
 
 
 def runs_summary(recorded: list[Recorded]) -> str:
@@ -187,7 +188,7 @@ def runs_summary(recorded: list[Recorded]) -> str:
         return ""
     scales = ", ".join(sorted({str(r.get("scale")) for r in runs}))
     policies = sorted({r.get("repeat_policy") or f"{r['repeats']} repeats per cell" for r in runs if r.get("repeats")})
-    machines = {machine_text(r["machine"]) for r in runs if r.get("machine")}
+    machines = {machine_text(m) for r in runs for m, _ in machine.machines(r) if m}
     started = [r["started_utc"] for r in runs if r.get("started_utc")]
     finished = [r["finished_utc"] for r in runs if r.get("finished_utc")]
     when = (f", between {min(started)[:16].replace('T', ' ')} and {max(finished or started)[:16].replace('T', ' ')} UTC"
@@ -196,6 +197,12 @@ def runs_summary(recorded: list[Recorded]) -> str:
     repeats_text = policies[0] if len(policies) == 1 else "repeats: see each report"
     return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
             f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
+
+
+def _machines_mark(run: dict) -> str:
+    """A mark for a run whose parts ran on more than one machine (its report says which)."""
+    count = len(machine.machines(run))
+    return f"<br><span style='color:#9a6700'>on {count} machines</span>" if count > 1 else ""
 
 
 def reference_table(reports_dir: Path, stages: list | None = None) -> str:
@@ -228,7 +235,8 @@ def reference_table(reports_dir: Path, stages: list | None = None) -> str:
         rows.append(f"<tr><td><a href='reference/{name}.html'>{label}</a></td><td>{html.escape(PAPER_SHORT[paper])}</td>"
                     f"<td>{html.escape(str(run.get('scale')))}</td>"
                     f"<td style='white-space:normal;text-align:left;min-width:12em'>{html.escape(str(run.get('data', '?')))}</td>"
-                    f"<td style='white-space:normal'>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}</td>"
+                    f"<td style='white-space:normal'>{html.escape(str(run.get('started_utc', '?'))[:16].replace('T', ' '))}"
+                    f"{_machines_mark(run)}</td>"
                     f"{currency_cell(mine) if stages is not None else ''}"
                     f"<td style='white-space:normal;min-width:5.5em'>{minutes}{f' ({parts} parts)' if parts else ''}</td>"
                     f"<td>{load_text(run.get('load_avg_1m'))}</td>"

@@ -18,11 +18,51 @@ RUN_FIELDS = [("started_utc", "started (UTC)"), ("finished_utc", "finished (UTC)
               ("run_id", "run id"), ("git_rev", "git revision"), ("scale", "scale"), ("params_hash", "params hash")]
 
 
+IDENTITY_FIELDS = ("host", "cpu_model", "cpu_id", "cores", "memory_bytes", "disk_device", "filesystem", "kernel", "os")
+
+
+def machines(manifest: dict) -> list[tuple[dict, list[str]]]:
+    """The machines a run was measured on, each with the parts it measured, in the parts' order: one
+    machine (and no parts listed) for a run that was not split or whose parts all ran on one machine.
+    Parts measured in different sessions may have run on different hosts."""
+    groups: dict[tuple, tuple[dict, list[str]]] = {}
+    for part, run in (manifest.get("parts") or {}).items():
+        if run.get("machine"):
+            identity = tuple(str(run["machine"].get(key)) for key in IDENTITY_FIELDS)
+            groups.setdefault(identity, (run["machine"], []))[1].append(part)
+    if len(groups) > 1:
+        return list(groups.values())
+    return [(manifest.get("machine") or {}, [])]
+
+
+def label(machine: dict) -> str:
+    """A machine named by its CPU: "AMD EPYC (family 26 model 2 stepping 1)"."""
+    return f"{_value('cpu_model', machine.get('cpu_model'))} ({_value('cpu_id', machine.get('cpu_id'))})"
+
+
+def mixed_note(manifest: dict) -> str:
+    """For a run whose parts ran on more than one machine: which parts ran where, and what that means for
+    a comparison across parts (empty for a run on one machine)."""
+    found = machines(manifest)
+    if len(found) < 2:
+        return ""
+    return (f"Its parts ran on {len(found)} machines ({_parts_by_machine(found)}). Figures within a part are from one machine; "
+            f"a comparison or claim that sets one part's figures against another's may cross machines.")
+
+
+def _parts_by_machine(found: list[tuple[dict, list[str]]]) -> str:
+    return "; ".join(f"{label(m)}: {', '.join(parts)}" for m, parts in found)
+
+
 def card(manifest: dict) -> list[tuple[str, str]]:
-    """(label, value) rows: the measuring machine, then the run (date, id, revision)."""
+    """(label, value) rows: the measuring machine (a field its parts' machines differ in lists each
+    value), then the run (date, id, revision)."""
     machine = manifest.get("machine") or {}
-    rows = [(label, _value(key, machine.get(key))) for key, label in MACHINE_FIELDS]
-    return rows + [(label, _value(key, manifest.get(key))) for key, label in RUN_FIELDS]
+    rows = [(name, _value(key, machine.get(key))) for key, name in MACHINE_FIELDS]
+    found = machines(manifest)
+    if len(found) > 1:
+        rows.append(("parts by machine", _parts_by_machine(found)))
+    return rows + [(name, _value(key, manifest.get(key))) for key, name in RUN_FIELDS]
 
 
 def versions(manifest: dict) -> list[tuple[str, str]]:
@@ -34,7 +74,8 @@ def versions(manifest: dict) -> list[tuple[str, str]]:
 
 
 def summary(manifest: dict) -> str:
-    """One line: "2 cores (AMD EPYC), 25.3 GB memory, ext4 on /dev/vda, Debian ..., 2026-11-25 03:42 UTC"."""
+    """One line: "2 cores (AMD EPYC), 25.3 GB memory, ext4 on /dev/vda, Debian ..., 2026-11-25 03:42 UTC"
+    (where the parts ran on different machines, each value they differ in is listed: "AMD EPYC / Intel ...")."""
     m = manifest.get("machine") or {}
     started = str(manifest.get("started_utc") or NOT_RECORDED).replace("T", " ").replace("+00:00", " UTC")
     return (f"{_value('cores', m.get('cores'))} cores ({_value('cpu_model', m.get('cpu_model'))}), "
@@ -50,6 +91,8 @@ def card_html(manifest: dict) -> str:
 
 
 def _value(key: str, value) -> str:
+    if isinstance(value, list):  # the parts' machines differ in this field
+        return " / ".join(_value(key, v) for v in value)
     if value is None or value == "" or value == "unknown":
         return NOT_RECORDED
     if key.endswith("_bytes"):

@@ -99,8 +99,14 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
             f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run, declared.data))}.</p>"
+            f"{_mixed_machines(run)}"
             f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables, declared.repeats))}.</p>"
             f"{claims_table(findings)}")
+
+
+def _mixed_machines(run: dict) -> str:
+    note = machine.mixed_note(run)
+    return f"<p class='sb-run' style='color:#9a6700'><b>Machines</b>: {html.escape(note)}</p>" if note else ""
 
 
 def repeats_text(tables: ResultTables, own: str | None = None) -> str:
