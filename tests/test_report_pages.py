@@ -103,7 +103,7 @@ def test_the_machine_card_comes_from_the_manifest_and_says_what_an_older_one_lac
     assert "not recorded" in machine.card_html(old) and "2 cores" in machine.summary(old)
 
 
-def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_where(tmp_path):
+def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_where_in_a_parts_table(tmp_path):
     from storebench.core.experiment import ResultTables
     from storebench.report import index, notebook
 
@@ -124,7 +124,12 @@ def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_wh
     assert "ran on 2 machines" in machine.mixed_note(run) and "Machines</b>" in notebook._mixed_machines(run)
     page = index.runs_summary([index.Recorded("x", "harness", "", (), (), run)])
     assert "vm: AMD EPYC, 2 cores" in page and "vm: Intel Xeon, 2 cores" in page
+    assert [(row["part"], row["CPU"]) for row in machine.parts(run)] == [
+        ("graph", "AMD EPYC"), ("image", "AMD EPYC"), ("text", "Intel Xeon")]
+    assert dict(machine.card(run))["run id"] == "one a part (3): see the parts table"
+    assert "3 runs, one a part: see Provenance" in notebook.measured(run)
     one = ResultTables.read(tmp_path / "text").manifest
+    assert machine.parts(one) == [] and "run text" in notebook.measured(one)
     assert machine.mixed_note(one) == "" and "parts by machine" not in dict(machine.card(one))
     assert len(machine.machines(run)) == 2 and machine.machines(one) == [(one["machine"], [])]
 

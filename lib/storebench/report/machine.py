@@ -62,7 +62,24 @@ def card(manifest: dict) -> list[tuple[str, str]]:
     found = machines(manifest)
     if len(found) > 1:
         rows.append(("parts by machine", _parts_by_machine(found)))
-    return rows + [(name, _value(key, manifest.get(key))) for key, name in RUN_FIELDS]
+    parts = manifest.get("parts") or {}
+    per_part = {"run_id", "git_rev"} if parts else set()  # one a part: in the parts table instead
+    return rows + [(name, f"one a part ({len(parts)}): see the parts table" if key in per_part
+                    else _value(key, manifest.get(key))) for key, name in RUN_FIELDS]
+
+
+def parts(manifest: dict) -> list[dict]:
+    """A row per part of a split measurement: when it ran, how long it took, on which CPU, from which
+    revision and under what load (none for a measurement that was not split)."""
+    rows = []
+    for part, run in (manifest.get("parts") or {}).items():
+        load, cpu = run.get("load_avg_1m") or {}, (run.get("machine") or {}).get("cpu_model")
+        rows.append({"part": part, "started (UTC)": _value("started_utc", run.get("started_utc"))[:19].replace("T", " "),
+                     "duration (s)": run.get("duration_s"), "CPU": _value("cpu_model", cpu),
+                     "git revision": _value("git_rev", run.get("git_rev")),
+                     "load (max / mean)": f"{load['max']:.1f} / {load['mean']:.1f}" if load else NOT_RECORDED,
+                     "run id": _value("run_id", run.get("run_id"))})
+    return sorted(rows, key=lambda row: row["started (UTC)"])
 
 
 def versions(manifest: dict) -> list[tuple[str, str]]:

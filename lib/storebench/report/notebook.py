@@ -158,8 +158,14 @@ def measured(run: dict, data: str | None = None) -> str:
     part_count = len(run.get("parts") or {})
     parts = f", measured in {part_count} parts" if part_count else ""
     return (f"scale {run.get('scale', machine.NOT_RECORDED)}{parts}, {data}, "
-            f"on {machine.summary(run)} (run {run.get('run_id', machine.NOT_RECORDED)}, "
+            f"on {machine.summary(run)} ({_run_ids(run)}, "
             f"{_duration(run.get('duration_s'))})")
+
+
+def _run_ids(run: dict) -> str:
+    if run.get("parts"):
+        return f"{len(run['parts'])} runs, one a part: see Provenance"
+    return f"run {run.get('run_id', machine.NOT_RECORDED)}"
 
 
 def _duration(seconds) -> str:
@@ -198,7 +204,9 @@ def provenance(tables: ResultTables) -> str:
     the run's settings folded away."""
     run = tables.manifest
     versions = pd.DataFrame(machine.versions(run), columns=["what", "version"])
+    parts = pd.DataFrame(machine.parts(run))
     return (table_html(skipped(tables), "not measured, and notes", "skipped") + machine.card_html(run)
+            + (table_html(parts, "parts of this measurement, in the order they ran", "parts", csv=True) if len(parts) else "")
             + table_html(versions, "versions", "versions", csv=True)
             + f"<details><summary>settings of this run ({len(tables.settings)})</summary>"
             f"{table_html(settings(tables), 'settings', 'settings', csv=True)}</details>")
