@@ -1,3 +1,4 @@
+import gc
 import itertools
 import os
 import shutil
@@ -14,6 +15,13 @@ BYTE_STORES = [n for n in STORES if not get_store_class(n).capabilities.array_na
 ARRAY_STORES = [n for n in STORES if get_store_class(n).capabilities.array_native]
 SERVER_STORES = [n for n in STORES if get_store_class(n).capabilities.has_server]
 _namespaces = itertools.count()
+
+# One test process runs every store, so a forked DataLoader worker inherits whatever garbage earlier tests
+# left: a TileDB context dropped in a reference cycle and collected in the child waits forever on the parent's
+# thread pool (tiledb_ctx_free -> ThreadPool::shutdown; seen as a hung rocksdb W=2 test). A forked child
+# therefore never collects what it inherited. (The same hook in storebench.loaders would guard a measurement
+# that forks workers after TileDB ran in its process; it changes the measuring code, so it waits for a re-measure.)
+os.register_at_fork(after_in_child=gc.freeze)
 
 
 class LocalServers:
