@@ -128,3 +128,38 @@ def test_the_array_store_keeps_its_handles_through_a_renewal_mid_query(tmp_path)
     images, labels = store.read([3, 17])
     assert np.array_equal(images, data.images[[3, 17]]) and np.array_equal(labels, data.labels[[3, 17]])
     store.close()
+
+
+def test_a_forked_child_survives_a_tiledb_context_an_earlier_test_left_as_garbage(tmp_path):
+    """conftest's fork hook: a TileDB context dropped in a reference cycle is not freed in a forked child
+    (freed there, it crashes or waits forever on the parent's thread pool: once a CI run hung on it)."""
+    import gc
+    import os
+    import time
+    import warnings
+
+    import tiledb
+
+    cycle = {"ctx": tiledb.Ctx()}
+    cycle["self"] = cycle
+    tiledb.VFS(ctx=cycle["ctx"]).is_dir(str(tmp_path))  # its threads have run
+    gc.disable()  # keep the cycle uncollected until the child collects
+    try:
+        del cycle
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # TileDB's own warning at fork: what this test is about
+            pid = os.fork()
+        if pid == 0:  # the child: never back into pytest
+            try:
+                gc.collect()
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 60
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if done[0] == 0:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0, "the forked child hung or crashed"
+    finally:
+        gc.enable()
