@@ -126,12 +126,21 @@ def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_wh
     assert "vm: AMD EPYC, 2 cores" in page and "vm: Intel Xeon, 2 cores" in page
     assert [(row["part"], row["CPU"]) for row in machine.parts(run)] == [
         ("graph", "AMD EPYC"), ("image", "AMD EPYC"), ("text", "Intel Xeon")]
-    assert dict(machine.card(run))["run id"] == "one a part (3): see the parts table"
+    assert dict(machine.card(run))["run id"] == "3 runs, one a part: see the parts table"
     assert "3 runs, one a part: see Provenance" in notebook.measured(run)
     one = ResultTables.read(tmp_path / "text").manifest
     assert machine.parts(one) == [] and "run text" in notebook.measured(one)
     assert machine.mixed_note(one) == "" and "parts by machine" not in dict(machine.card(one))
     assert len(machine.machines(run)) == 2 and machine.machines(one) == [(one["machine"], [])]
+
+
+def test_a_note_several_parts_wrote_is_shown_once_naming_its_parts():
+    from storebench.core.experiment import ResultTables
+    from storebench.report import notebook
+
+    notes = pd.DataFrame({"note": ["on tmpfs", "on tmpfs", "redis in memory"], "part": ["image", "graph", "servers"]})
+    shown = notebook.skipped(ResultTables({"notes": notes}, {}))
+    assert shown.reason.tolist() == ["on tmpfs", "redis in memory"] and shown.part.tolist() == ["image, graph", "servers"]
 
 
 def test_a_go_install_minio_is_named_by_its_commit():

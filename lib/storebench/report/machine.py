@@ -64,7 +64,7 @@ def card(manifest: dict) -> list[tuple[str, str]]:
         rows.append(("parts by machine", _parts_by_machine(found)))
     parts = manifest.get("parts") or {}
     per_part = {"run_id", "git_rev"} if parts else set()  # one a part: in the parts table instead
-    return rows + [(name, f"one a part ({len(parts)}): see the parts table" if key in per_part
+    return rows + [(name, f"{len(parts)} runs, one a part: see the parts table" if key in per_part
                     else _value(key, manifest.get(key))) for key, name in RUN_FIELDS]
 
 

@@ -221,5 +221,13 @@ def skipped(tables: ResultTables) -> pd.DataFrame:
     frame = tables.get("skipped", pd.DataFrame(columns=["system", "location", "what", "reason"]))
     notes = tables.get("notes")
     if notes is not None and len(notes):
-        frame = pd.concat([frame, pd.DataFrame({"what": "note", "reason": notes.note})], ignore_index=True)
+        frame = pd.concat([frame, _notes(notes)], ignore_index=True)
     return frame.fillna("")
+
+
+def _notes(notes: pd.DataFrame) -> pd.DataFrame:
+    """The run's notes as rows of the skipped table: a note several parts wrote, once, naming them."""
+    if "part" not in notes:
+        return pd.DataFrame({"what": "note", "reason": notes.note})
+    parts = notes.groupby("note", sort=False)["part"].agg(lambda p: ", ".join(dict.fromkeys(p.astype(str))))
+    return pd.DataFrame({"what": "note", "reason": parts.index, "part": parts.values})
