@@ -103,6 +103,16 @@ def test_the_machine_card_comes_from_the_manifest_and_says_what_an_older_one_lac
     assert "not recorded" in machine.card_html(old) and "2 cores" in machine.summary(old)
 
 
+def test_the_measured_line_gives_the_rows_a_run_read_not_the_presets_sample_count():
+    from storebench.report import notebook
+
+    resources = {"n_samples": 60000, "rows": {"text": 100000, "graph": 272115}, "factors": {"text": 27}}
+    data = notebook.measured({"scale": "reference", "settings": resources})
+    assert "rows: text 2,700,000 (100,000 x27), graph 272,115" in data and "60,000" not in data
+    assert "60,000 samples" in notebook.measured({"settings": {"n_samples": 60000}})
+    assert "images per encoding" not in notebook.measured({"settings": resources}, "{images:,} images per encoding")
+
+
 def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_where_in_a_parts_table(tmp_path):
     from storebench.core.experiment import ResultTables
     from storebench.report import index, notebook

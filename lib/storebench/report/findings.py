@@ -415,22 +415,30 @@ class Findings:
 
 
 def data_text(settings: dict, template: str | None = None) -> str:
-    """What a run read, in words: the experiment's own template of its settings, else its n_samples (and
-    rows per workload where it has them)."""
+    """What a run read, in words: the experiment's own template of its settings, else its rows per workload
+    (concatenated ``factors`` times) where it has them, else its n_samples."""
     if template is not None:
         try:
             data = template.format(**settings)
         except (KeyError, ValueError, TypeError, IndexError):
             data = "data size not recorded"
+    elif isinstance(settings.get("rows"), dict):  # rows per workload: n_samples is the preset's, not read here
+        data = "rows: " + ", ".join(_rows_text(workload, rows, (settings.get("factors") or {}).get(workload))
+                                    for workload, rows in settings["rows"].items())
     elif isinstance(settings.get("n_samples"), int):
         data = f"{settings['n_samples']:,} samples"
         if settings.get("dataset_samples"):
             data += " (" + ", ".join(f"{k} {v:,}" for k, v in settings["dataset_samples"].items()) + ")"
     else:
         data = "data size not recorded"
-    if template is None and isinstance(settings.get("rows"), dict):
-        data += " (rows: " + ", ".join(f"{k} {v:,}" for k, v in settings["rows"].items()) + ")"
     return data
+
+
+def _rows_text(workload: str, rows: int, factor) -> str:
+    """``text 100,000``, or with the rows concatenated ``factor`` times ``text 2,700,000 (100,000 x27)``."""
+    if isinstance(factor, int) and factor > 1:
+        return f"{workload} {rows * factor:,} ({rows:,} x{factor})"
+    return f"{workload} {rows:,}"
 
 
 def _claim_record(claim: Claim) -> dict:
