@@ -110,7 +110,8 @@ def test_the_measured_line_gives_the_rows_a_run_read_not_the_presets_sample_coun
     data = notebook.measured({"scale": "reference", "settings": resources})
     assert "rows: text 2,700,000 (100,000 x27), graph 272,115" in data and "60,000" not in data
     assert "60,000 samples" in notebook.measured({"settings": {"n_samples": 60000}})
-    assert "images per encoding" not in notebook.measured({"settings": resources}, "{images:,} images per encoding")
+    assert "data size not recorded" in notebook.measured({"settings": resources}, "{images:,} images per encoding")
+    assert "rows: text 100,000," in notebook.measured({"settings": {**resources, "factors": {}}})
 
 
 def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_where_in_a_parts_table(tmp_path):
