@@ -1,6 +1,7 @@
 """Seed 001's rooms: samples of any modality, R rows per key, array tables, map/iterable loaders."""
 import numpy as np
 import pytest
+import tiledb
 import torch
 
 from storebench.data import samples
@@ -13,8 +14,9 @@ from storebench.loaders.opener import StoreOpener
 from storebench.report.findings import CAUSES
 from storebench.stores.readers import VerificationError
 from storebench.data.rowformats import KeyLayout, encode_objects, row_format
+from storebench.data.samples import RaggedBytes
 from storebench.stores import get_store_class
-from storebench.stores.tables import TABLES, TableNotSupported
+from storebench.stores.tables import TABLES, TableNotSupported, TileDBTable
 
 MODALITIES = ["text", "image", "graph"]
 
@@ -96,6 +98,38 @@ def test_tables_read_rows_and_ranges_as_written(rows_of, name, tmp_path):
     with pytest.raises(IndexError):
         table.read(np.array([700]))
     assert table.disk_usage().bytes > 0
+
+
+@pytest.mark.parametrize("write_order", TileDBTable.WRITE_ORDERS)
+def test_tiledb_table_reads_back_every_row_in_either_write_order_and_no_padding_row(rows_of, write_order, tmp_path,
+                                                                                  monkeypatch):
+    monkeypatch.setattr(TileDBTable, "SLAB_ROWS", 48)  # 700 rows, 16-row tiles: 15 submissions, the last one padded
+    table = TileDBTable(tmp_path / "t", chunk_rows=16, write_order=write_order)
+    table.write(rows_of)
+    fp = samples.row_fingerprints(rows_of.columns)
+    assert np.array_equal(samples.row_fingerprints(table.read(np.arange(700)[::-1])), fp[::-1])
+    assert np.array_equal(samples.row_fingerprints(table.read_range(650, 700)), fp[650:700])
+    assert table.n == 700 and len(tiledb.array_fragments(str(tmp_path / "t" / next(iter(table.arrays))))) == 1
+    for beyond in (lambda: table.read(np.array([700])), lambda: table.read_range(690, 701)):
+        with pytest.raises(IndexError):
+            beyond()
+    table.close()
+
+
+def test_tiledb_table_keeps_empty_texts_even_a_slab_of_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(TileDBTable, "SLAB_ROWS", 32)  # rows 32..63: 18 empty texts and 14 padding rows
+    texts = [b"a" * (i % 5) for i in range(32)] + [b""] * 18
+    rows = samples.Samples("texts", "text", {"text": RaggedBytes.from_list(texts), "label": np.arange(50, dtype=np.int64)},
+                           synthetic=True)
+    table = TileDBTable(tmp_path / "t", chunk_rows=16)
+    table.write(rows)
+    got = table.read(np.arange(50))
+    assert [got["text"][i] for i in range(50)] == texts and np.array_equal(got["label"], np.arange(50))
+
+
+def test_tiledb_table_refuses_an_unknown_write_order(tmp_path):
+    with pytest.raises(ValueError, match="write_order must be one of global, row-major"):
+        TileDBTable(tmp_path / "t", write_order="column")
 
 
 def _store_source(system, rows_of, tmp_path, rows_per_key=4):

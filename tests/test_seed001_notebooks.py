@@ -63,6 +63,8 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     writes = tables["dataloaders_write"]
     assert (writes.seconds > 0).all() and set(writes.system) == set(config["systems"])
     assert set(writes[writes.system == "rocksdb"].rows_per_key) == set(config["rows_per_key"])
+    assert {m.split(":")[0] for m in writes[writes.system == "tiledb-attrs"].write_method} == {"global order",
+                                                                                               "row-major"}
     best = tables["dataloaders_best"]  # scalability and resources read it from this results root
     assert len(best) == len(rows.groupby(["workload", "system"]))
     overhead = tables["dataloaders_overhead"]
@@ -90,6 +92,8 @@ def test_scalability_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert set(rocks.block_cache_bytes.fillna(-1)) == {-1, 1 << 20}  # the default and 1 MiB, recorded
     base = {w: n for w, n in config["base_rows"].items()}
     assert all(r.n_rows == base[r.workload] * r.factor for r in scaled.itertuples())
+    tiledb_rows = scaled[scaled.system == "tiledb-attrs"]
+    assert len(tiledb_rows) and tiledb_rows.write_method.str.startswith("global order").all()
 
 
 @pytest.mark.slow

@@ -148,6 +148,11 @@ def capped_cell(config, measure: Callable[[int], tuple[float, dict | None]]) -> 
     return cell, policy
 
 
+def write_method(system: str, writers: int) -> str:
+    """How ``write_objects`` writes into ``system`` with ``writers`` threads, as the write-cost rows give it."""
+    return PARALLEL_WRITERS.get(system, "one writer") if writers > 1 else "one writer"
+
+
 def timed_writes(config, write_once: Callable[[int], tuple[float, dict]]) -> list[dict]:
     """The rows of one write cell (``write_once(repeat)`` -> (seconds, row)); with ``writes_measured`` off, the
     write is made once and no row is kept (the part that times it is another)."""
@@ -447,7 +452,7 @@ def _measure_system(result: Run, config, workload, samples, fingerprints, system
         result.notes.append(f"{system} measured with its data on tmpfs (memory_systems), as the seed kept it in memory")
     with open_system(system, location, pool) as store:
         writers = config.get("writers", 2) if system in PARALLEL_WRITERS else 1
-        how = PARALLEL_WRITERS.get(system, "one writer") if writers > 1 else "one writer"
+        how = write_method(system, writers)
         points = grid(config, system, table=False)
         source_run = SourceRun(result, config, workload, samples, fingerprints, system, store.system_version(),
                                f"{store.client_package} {package_version(store.client_package)}", location, progress,
@@ -481,22 +486,23 @@ def _measure_table(result: Run, config, workload, samples, fingerprints, system,
                                 "(TensorStore's array drivers hold numbers; the seed used its kvstore for text)")
     root = store_root(f"{system}-{workload}", LOCATION)
     chunk = config.get("chunk_rows", 64)
-    table = cls(root, chunk_rows=chunk)
+    variants = cls.write_variants() if config.get("writes_measured", True) else cls.write_variants()[-1:]
+    tables = [cls(root, chunk_rows=chunk, **variant) for variant in variants]  # the default, read below, last
+    table = tables[-1]
     source_run = SourceRun(result, config, workload, samples, fingerprints, system, table.system_version(),
                            f"{cls.client_package} {package_version(cls.client_package)}", LOCATION, progress)
     try:
-        how = "one write per column array (TileDB's own threads)" if system == "tiledb-attrs" else \
-            "all columns written concurrently (async futures)"
+        for writer in tables:
+            def write_once(repeat: int, writer=writer):
+                start = time.perf_counter()
+                writer.write(samples)
+                writer.flush()
+                seconds = time.perf_counter() - start
+                return seconds, source_run.write_row(repeat, seconds, 1, 1, writer.write_method(),
+                                                     writer.disk_usage().bytes)
 
-        def write_once(repeat: int):
-            start = time.perf_counter()
-            table.write(samples)
-            table.flush()
-            seconds = time.perf_counter() - start
-            return seconds, source_run.write_row(repeat, seconds, 1, 1, how, table.disk_usage().bytes)
-
-        result.writes += timed_writes(config, write_once)
-        table.close()
+            result.writes += timed_writes(config, write_once)
+            writer.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), {"chunk_rows": chunk}), len(samples))
         points = grid(config, system, table=True)
         layout = table.layout()

@@ -36,7 +36,7 @@ from storebench.experiments.ml_storage_study import published as paper001
 from storebench.experiments.ml_storage_study.dataloaders.measure import (LOCATION, LoaderSystem, PARALLEL_WRITERS, Point,
                                                                  capped_cell, capped_policy, data_size,
                                                                  loader_dataset, point_of, workload_samples,
-                                                                 write_objects)
+                                                                 write_method, write_objects)
 from storebench.loaders import rows as rowloaders
 from storebench.loaders.opener import StoreOpener, start_method
 from storebench.stores.base import package_version
@@ -147,7 +147,8 @@ def _measure(config, workload, factor, samples, system, point: Point, cache: dic
     fingerprints = row_fingerprints(samples.columns)
     point = Point(point.loader, min(point.rows_per_key, len(samples)), point.batch_size, point.prefetch,
                   point.workers)
-    writes, data_source, cleanup, version, client = _write(config, workload, samples, system, point, cache, pool)
+    writes, data_source, cleanup, version, client, write_method = _write(config, workload, samples, system, point,
+                                                                          cache, pool)
     try:
         dataset, batches = loader_dataset(data_source, samples.modality, fingerprints, point)
         rowloaders.run_epoch(rowloaders.row_loader(dataset, 0, batches=batches))  # warm-up, verifies every row
@@ -159,6 +160,7 @@ def _measure(config, workload, factor, samples, system, point: Point, cache: dic
         def row(repeat: int, epoch, startup: float) -> dict:
             return {**workload_fields, "repeat": repeat, **size, "n_rows": len(samples), "dataset": samples.name,
                     "write_seconds": writes[repeat % len(writes)], "write_repeats_seconds": _joined(writes),
+                    "write_method": write_method,
                     "read_seconds": epoch.seconds,
                     "startup_seconds": startup, "rows_per_second": epoch.rows / epoch.seconds,
                     "cpu_seconds": epoch.cpu_seconds, "config_source": source,
@@ -208,7 +210,8 @@ def location_of(config, system: str) -> str:
 
 
 def _write(config, workload, samples, system, point: Point, cache: dict, pool):
-    """Timed conversions (repeated by the policy), a source over the last one, and what removes it."""
+    """Timed conversions (repeated by the policy), a source over the last one, what removes it, the system's
+    and client's versions and how it was written."""
     if system in TABLES:
         cls = TABLES[system]
         root = store_root(f"{system}-{workload}-scaled", LOCATION)
@@ -218,7 +221,7 @@ def _write(config, workload, samples, system, point: Point, cache: dict, pool):
         table.close()
         source = rowloaders.TableRows(rowloaders.TableOpener(cls, str(root), options), len(samples))
         return seconds, source, table.clear, table.system_version(), \
-            f"{cls.client_package} {package_version(cls.client_package)}"
+            f"{cls.client_package} {package_version(cls.client_package)}", table.write_method()
     context = open_system(system, location_of(config, system), pool, **cache)
     store = context.__enter__()
     writers = config.get("writers", 2) if system in PARALLEL_WRITERS else 1
@@ -233,6 +236,6 @@ def _write(config, workload, samples, system, point: Point, cache: dict, pool):
         store.clear()
         context.__exit__(None, None, None)
     return seconds, source, cleanup, store.system_version(), \
-        f"{store.client_package} {package_version(store.client_package)}"
+        f"{store.client_package} {package_version(store.client_package)}", write_method(system, writers)
 
 
