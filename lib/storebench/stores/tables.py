@@ -119,7 +119,7 @@ class TileDBTable(FreshContexts, RowTable):
     def write_method(self) -> str:
         if self.write_order == "global":
             return "global order: one fragment per column array, written in slabs of whole tiles"
-        return "row-major: one write per column array (TileDB-Py's A[:] = ...)"
+        return "row-major: one write per column array (TileDB-Py's slice assignment, A[:] = values)"
 
     def write(self, samples):
         import tiledb
