@@ -331,7 +331,9 @@ CAUSES = {
         UNKNOWN, "TileDB writes each column array as one fragment here, RocksDB one put per row",
         "the seed's write times (its Fig 1 gives no values)"),
     "write_text_tiledb": Cause(
-        MACHINE, "TileDB's parallel writers (the seed's reason) share 2 cores here with the encoder",
+        MACHINE, "TileDB's parallel writers (the seed's reason) share 2 cores here with the encoder; TileDB is "
+        "judged at its fastest way, its global order (TileDB-Py's row-major A[:] = values grows about "
+        "quadratically with variable-length rows; the write-cost table gives both)",
         "the same write on a machine with 16+ cores"),
     "write_image_tensorstore": Cause(
         SUBSTITUTE, "partly: zarr here, the seed's N5 driver with its own tuned chunking and compression",
