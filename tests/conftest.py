@@ -1,10 +1,14 @@
+import faulthandler
 import gc
 import itertools
 import os
 import shutil
+import sys
+import threading
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from storebench.data import datasets
@@ -22,6 +26,48 @@ _namespaces = itertools.count()
 # therefore never collects what it inherited. (The same hook in storebench.loaders would guard a measurement
 # that forks workers after TileDB ran in its process; it changes the measuring code, so it waits for a re-measure.)
 os.register_at_fork(after_in_child=gc.freeze)
+
+
+# The end of the session. By the time pytest's last unconfigure hook runs it has reported; what is left is the
+# interpreter's exit: joining every non-daemon thread, atexit handlers (servers this process started), and C
+# destructors (a TileDB context joins its thread pool). On CI one such exit had not ended 50 minutes after
+# "999 passed", so the session ends here instead: it says what was still alive, stops what it started, and
+# exits with pytest's status. A stop that itself hangs dumps every thread's stack and fails the run.
+EXIT_DEADLINE_S = 300
+
+
+_exit_status = pytest.StashKey[int]()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    session.config.stash[_exit_status] = int(exitstatus)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    if _exit_status not in config.stash:
+        return  # pytest stopped before the session ran (a usage error): its own exit is fine
+    _report_still_alive()
+    faulthandler.dump_traceback_later(EXIT_DEADLINE_S, exit=True)
+    from storebench.services.base import stop_all_started
+
+    stop_all_started()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(config.stash[_exit_status])
+
+
+def _report_still_alive() -> None:
+    threads = [t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    children = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            children.append(f"{child.pid} {' '.join(child.cmdline()[:4])}")
+        except psutil.Error:
+            pass  # ended (or a zombie) since it was listed
+    if threads or children:
+        print(f"\nstill alive at the session's end: non-daemon threads {threads or 'none'}; "
+              f"child processes {children or 'none'}", file=sys.stderr)
 
 
 class LocalServers:
