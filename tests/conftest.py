@@ -49,9 +49,9 @@ def pytest_unconfigure(config):
         return  # pytest stopped before the session ran (a usage error): its own exit is fine
     _report_still_alive()
     faulthandler.dump_traceback_later(EXIT_DEADLINE_S, exit=True)
-    from storebench.services.base import stop_all_started
+    from storebench.services.base import _stop_all_started  # what its atexit handler runs
 
-    stop_all_started()
+    _stop_all_started()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(config.stash[_exit_status])

@@ -157,8 +157,7 @@ _handlers_installed = False
 _lock = threading.Lock()
 
 
-def stop_all_started() -> None:
-    """Stop every server this process started (not detached); what runs at exit and on SIGTERM."""
+def _stop_all_started() -> None:
     # A forked child (a DataLoader worker) inherits this set and the handlers: it must not stop
     # the servers of the process that started them when it exits or is terminated.
     for svc in [s for s in _running if s.started_by == os.getpid()]:
@@ -169,7 +168,7 @@ def stop_all_started() -> None:
 
 
 def _on_signal(signum, frame):  # noqa: ARG001
-    stop_all_started()
+    _stop_all_started()
     previous = _previous_handlers.get(signum)
     if callable(previous):
         previous(signum, frame)
@@ -189,7 +188,7 @@ def _install_cleanup_handlers() -> None:
         if _handlers_installed:
             return
         _handlers_installed = True
-        atexit.register(stop_all_started)
+        atexit.register(_stop_all_started)
         if threading.current_thread() is not threading.main_thread():
             return  # signal handlers can only be set from the main thread; atexit still works
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
