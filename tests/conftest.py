@@ -34,6 +34,7 @@ os.register_at_fork(after_in_child=gc.freeze)
 # "999 passed", so the session ends here instead: it says what was still alive, stops what it started, and
 # exits with pytest's status. A stop that itself hangs dumps every thread's stack and fails the run.
 EXIT_DEADLINE_S = 300
+MULTIPROCESSING_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")  # end with us
 
 
 _exit_status = pytest.StashKey[int]()
@@ -62,7 +63,9 @@ def _report_still_alive() -> None:
     children = []
     for child in psutil.Process().children(recursive=True):
         try:
-            children.append(f"{child.pid} {' '.join(child.cmdline()[:4])}")
+            command = " ".join(child.cmdline())
+            if not any(helper in command for helper in MULTIPROCESSING_HELPERS):
+                children.append(f"{child.pid} {command[:120]}")
         except psutil.Error:
             pass  # ended (or a zombie) since it was listed
     if threads or children:
