@@ -30,8 +30,8 @@ os.register_at_fork(after_in_child=gc.freeze)
 
 # The end of the session. By the time pytest's last unconfigure hook runs it has reported; what is left is the
 # interpreter's exit: joining every non-daemon thread, atexit handlers (servers this process started), and C
-# destructors (a TileDB context joins its thread pool). On CI one such exit had not ended 50 minutes after
-# "999 passed", so the session ends here instead: it says what was still alive, stops what it started, and
+# destructors (a TileDB context joins its thread pool). On CI one such exit had not ended when the 90-minute
+# limit came, ~50 minutes after "999 passed" (not reproduced here), so the session ends here instead: it says what was still alive, stops what it started, and
 # exits with pytest's status. A stop that itself hangs dumps every thread's stack and fails the run.
 EXIT_DEADLINE_S = 300
 MULTIPROCESSING_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")  # end with us
