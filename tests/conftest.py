@@ -23,8 +23,8 @@ _namespaces = itertools.count()
 # One test process runs every store, so a forked DataLoader worker inherits whatever garbage earlier tests
 # left: a TileDB context dropped in a reference cycle and collected in the child waits forever on the parent's
 # thread pool (tiledb_ctx_free -> ThreadPool::shutdown; seen as a hung rocksdb W=2 test). A forked child
-# therefore never collects what it inherited. (The same hook in storebench.loaders would guard a measurement
-# that forks workers after TileDB ran in its process; it changes the measuring code, so it waits for a re-measure.)
+# therefore never collects what it inherited. (storebench.loaders.opener registers the same hook for a
+# measurement's workers; this one covers a test that forks without importing the loaders.)
 os.register_at_fork(after_in_child=gc.freeze)
 
 

@@ -99,8 +99,8 @@ def test_threads_reading_across_renewals_all_get_what_was_written(tmp_path):
 
 
 class RenewedMidQuery:
-    """A reader's handle whose indexer is fetched just before another thread renews the context: the
-    reader's reference to this handle goes, as it does in a race between threads."""
+    """A read handle whose indexer is fetched just before another thread renews the context: the store's
+    reference to this handle goes, as it does in a race between threads."""
 
     def __init__(self, store, array):
         self.store, self.array = store, array
@@ -111,22 +111,63 @@ class RenewedMidQuery:
         self.store._renew()
         return indexer
 
+    def close(self):
+        self.array.close()
 
-def test_a_renewal_between_fetching_the_handle_and_reading_leaves_the_query_its_handle(tmp_path):
+
+@pytest.fixture
+def renewed_mid_query(monkeypatch):
+    """Every read handle a store opens renews the store's context between fetching its indexer and
+    reading."""
+    stores = []
+    real_open = T.tiledb.open
+    monkeypatch.setattr(T.tiledb, "open", lambda uri, mode="r", **kw: (
+        RenewedMidQuery(stores[0], real_open(uri, mode, **kw)) if mode == "r" and stores else real_open(uri, mode, **kw)))
+    return stores
+
+
+def test_a_renewal_between_fetching_the_handle_and_reading_leaves_the_query_its_handle(tmp_path, renewed_mid_query):
     store = T.TileDBStore(tmp_path / "kv")
     store.put_many((k, value_for(k)) for k in range(8))
-    store.array = RenewedMidQuery(store, store.array)
+    renewed_mid_query.append(store)
     assert store.get_many([1, 5]) == [value_for(1), value_for(5)]
     store.close()
 
 
-def test_the_array_store_keeps_its_handles_through_a_renewal_mid_query(tmp_path):
+def test_the_array_store_keeps_its_handles_through_a_renewal_mid_query(tmp_path, renewed_mid_query):
     data = datasets.synthetic(20)
     store = T.TileDBArrayStore(tmp_path / "array", samples_per_chunk=8)
     store.write(data.images, data.labels)
-    store.images = RenewedMidQuery(store, store.images)
+    renewed_mid_query.append(store)
     images, labels = store.read([3, 17])
     assert np.array_equal(images, data.images[[3, 17]]) and np.array_equal(labels, data.labels[[3, 17]])
+    store.close()
+
+
+def test_each_reader_thread_has_its_own_handles_and_an_ended_threads_are_closed(tmp_path, monkeypatch):
+    """TileDB 2.30 corrupts its heap, rarely, when threads query one shared handle: a store gives each
+    thread its own, and closes those of threads that have ended."""
+    import threading
+
+    monkeypatch.setattr(T, "QUERIES_PER_CONTEXT", 10_000)  # no renewal here
+    store = T.TileDBStore(tmp_path / "kv")
+    store.put_many((k, value_for(k)) for k in range(16))
+    seen, together = {}, threading.Barrier(4)
+
+    def reader(t):
+        together.wait()
+        seen[t] = store.array
+        assert store.get_many([t, 15 - t]) == [value_for(t), value_for(15 - t)]
+        assert store.array is seen[t]
+        together.wait()  # none ends before all have opened theirs
+    threads = [threading.Thread(target=reader, args=(t,)) for t in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({id(a) for a in seen.values()}) == 4 and all(a.isopen for a in seen.values())
+    assert store.get(3) == value_for(3)  # this thread opens its own; the ended threads' are closed
+    assert not any(a.isopen for a in seen.values())
     store.close()
 
 

@@ -8,6 +8,7 @@ the handle (``spawn`` workers, needed for TileDB and TensorStore, receive only t
 """
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from dataclasses import dataclass, field
@@ -26,6 +27,11 @@ CLEAN_START_SYSTEMS = {"tiledb", "tiledb-array", "tiledb-attrs", "tensorstore", 
                        "minio-obstore", "rgw-obstore"}
 SPAWN_SYSTEMS = CLEAN_START_SYSTEMS  # the name seed 003's training used
 FORKSERVER_PRELOAD = ["numpy", "torch", "storebench.loaders"]
+
+# A forked worker inherits its parent's garbage: a TileDB context dropped in a reference cycle and collected
+# in the child waits forever on the parent's thread pool (tiledb_ctx_free -> ThreadPool::shutdown; seen as a
+# hung test), so a forked child never collects what it inherited (its own garbage it collects as usual).
+os.register_at_fork(after_in_child=gc.freeze)
 
 
 @dataclass(frozen=True)
