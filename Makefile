@@ -24,7 +24,7 @@ reference-status: env  ## the reference results: per stage, measured when, how l
 	python -m storebench.pipeline.reference status
 
 test: data  ## the test suite (CI runs exactly this)
-	python -m pytest -q $(PYTEST_ARGS)
+	python -m pytest -q --durations=30 $(PYTEST_ARGS)  # the slowest tests, named in the log
 
 test-fast: env  ## unit tests and the analysis re-run on the committed result tables (no server, no notebook)
 	python -m pytest -q -m "not slow and not server" $(PYTEST_ARGS)

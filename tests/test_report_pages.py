@@ -158,3 +158,46 @@ def test_a_go_install_minio_is_named_by_its_commit():
     versions = machine.versions({"versions": {"system_versions": {
         "minio": "MinIO DEVELOPMENT.GOGET (github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c)"}}})
     assert versions == [("server: minio", "MinIO commit 7aac2a2c5b7c of 2026-02-12 (github.com/minio/minio)")]
+
+
+def _access_pattern_in_two_parts(tmp_path: Path, machines: tuple[str, str]):
+    """The committed access_pattern tables split in two parts, Redis's sequential pass alone in the first,
+    the parts' manifests naming the CPUs ``machines``."""
+    from storebench.core.experiment import ResultTables
+
+    whole = ROOT / "results" / "access_pattern"
+    rows = pd.read_csv(whole / "access_pattern.csv")
+    manifest = json.loads((whole / "manifest.json").read_text())
+    alone = (rows.system == "redis") & (rows.access == "sequential")
+    for (part, keep), cpu in zip((("a-redis-sequential", alone), ("b-the-rest", ~alone)), machines):
+        (tmp_path / part).mkdir()
+        rows[keep].to_csv(tmp_path / part / "access_pattern.csv", index=False)
+        for name in ("systems", "skipped", "notes", "clients_redis", "harness"):
+            (tmp_path / part / f"{name}.csv").write_bytes((whole / f"{name}.csv").read_bytes())
+        (tmp_path / part / "manifest.json").write_text(json.dumps(
+            {**manifest, "run_id": part, "machine": {**manifest["machine"], "cpu_model": cpu}}))
+    return ResultTables.read(tmp_path)
+
+
+def test_a_claim_that_sets_one_machines_figures_against_anothers_is_not_comparable(tmp_path):
+    from storebench.experiments.dl_storage_benchmarking.access_pattern import analysis
+
+    tables = _access_pattern_in_two_parts(tmp_path, ("AMD EPYC", "Intel Xeon"))
+    plain, judged = analysis.analyse(tables).claims, machine.judged_within_machines(analysis.analyse, tables)
+    assert len(judged.claims) == len(plain)
+    changed = [(before, after) for before, after in zip(plain, judged.claims) if before != after]
+    # Redis random k=1 / sequential needs both parts; every other claim one part (the same figure from it alone)
+    assert [after.metric for _, after in changed] == [c.metric for c in plain
+                                                      if c.metric.startswith("redis") and "sequential" in c.metric]
+    for before, after in changed:
+        assert after.verdict == "not comparable" and after.why.startswith("crosses machines")
+        assert "a-redis-sequential" in after.why and "Intel Xeon" in after.why and not after.cause
+        assert (after.value, after.ci_low, after.ci_high) == (before.value, before.ci_low, before.ci_high)
+    assert "**1 of the 12 claims cross machines**" in judged.markdown
+
+
+def test_parts_on_one_machine_are_judged_as_a_whole(tmp_path):
+    from storebench.experiments.dl_storage_benchmarking.access_pattern import analysis
+
+    tables = _access_pattern_in_two_parts(tmp_path, ("AMD EPYC", "AMD EPYC"))
+    assert machine.judged_within_machines(analysis.analyse, tables) == analysis.analyse(tables)

@@ -30,6 +30,8 @@ RULES = (
     "it does not hold when the CI lies wholly outside the band; otherwise it is inconclusive.",
     "A figure from one repeat has no CI: its claim is inconclusive, with that reason.",
     "A claim this machine or this scale cannot test is not comparable, with the reason.",
+    "A claim whose figure no one machine's measurements give (it sets parts measured on different machines "
+    "against each other) is not comparable: it crosses machines.",
     stats.METHOD_TEXT,
 )
 

@@ -4,8 +4,14 @@ lacks reads "not recorded"."""
 from __future__ import annotations
 
 import html
+import math
+from dataclasses import asdict, replace
+from typing import Callable
 
+
+from storebench.core.experiment import ResultTables
 from storebench.core.provenance import build_identifier
+from storebench.report.findings import NOT_COMPARABLE, Claim, Findings
 from storebench.report.tables import size
 
 NOT_RECORDED = "not recorded"
@@ -52,6 +58,69 @@ def mixed_note(manifest: dict) -> str:
 
 def _parts_by_machine(found: list[tuple[dict, list[str]]]) -> str:
     return "; ".join(f"{label(m)}: {', '.join(parts)}" for m, parts in found)
+
+
+def judged_within_machines(analyse: Callable[[ResultTables], Findings], tables: ResultTables) -> Findings:
+    """``analyse(tables)``, where the parts ran on more than one machine with each claim checked: a claim
+    whose figure (value and 95% CI) the parts of one machine alone give is kept; one that no single
+    machine's parts give sets figures from different machines against each other, and is judged not
+    comparable (crosses machines), its figure kept for the reader (``findings.RULES``)."""
+    findings = analyse(tables)
+    found = machines(tables.manifest)
+    if len(found) < 2 or not findings.claims:
+        return findings
+    alone = [_keyed(_analysed_parts(analyse, tables, parts)) for _, parts in found]
+    claims = tuple(claim if claim.verdict == NOT_COMPARABLE or any(_same_figure(claim, a.get(key)) for a in alone)
+                   else _crossing(claim, found) for key, claim in _keyed(findings.claims).items())
+    crossing = sum(c.verdict == NOT_COMPARABLE and c.why.startswith(CROSSES) for c in claims)
+    if not crossing:
+        return findings
+    note = (f"**{crossing} of the {len(claims)} claims cross machines** ({_parts_by_machine(found)}): their "
+            f"figures set one machine's measurements against another's, so they are judged not comparable.")
+    return replace(findings, claims=claims, markdown=f"{note}\n\n{findings.markdown}")
+
+
+CROSSES = "crosses machines"
+
+
+def _analysed_parts(analyse, tables: ResultTables, parts: list[str]) -> tuple[Claim, ...]:
+    """The claims ``analyse`` gives from the rows of ``parts`` alone (none where those rows cannot be
+    analysed on their own: a claim that needs the other parts crosses machines)."""
+    frames = {name: (tables[name][tables[name]["part"].isin(parts)].reset_index(drop=True)
+                     if "part" in tables[name].columns else tables[name]) for name in tables.names}
+    try:
+        return analyse(ResultTables(frames, tables.manifest)).claims
+    except Exception:  # noqa: BLE001 - any failure means these parts alone do not give the claims
+        return ()
+
+
+def _keyed(claims) -> dict[tuple, Claim]:
+    """Claims by (reference, statement, metric, n-th of that kind)."""
+    keyed, seen = {}, {}
+    for claim in claims:
+        kind = (claim.reference, claim.statement, claim.metric)
+        seen[kind] = seen.get(kind, -1) + 1
+        keyed[(*kind, seen[kind])] = claim
+    return keyed
+
+
+def _same_figure(claim: Claim, other: Claim | None) -> bool:
+    if other is None or other.verdict != claim.verdict:
+        return False
+    return all(_close(getattr(claim, name), getattr(other, name)) for name in ("value", "ci_low", "ci_high"))
+
+
+def _close(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def _crossing(claim: Claim, found: list[tuple[dict, list[str]]]) -> Claim:
+    why = (f"{CROSSES}: no one machine's parts give this figure ({_parts_by_machine(found)}); measure the parts it "
+           f"draws on, on one machine, to judge it")
+    kept = {k: v for k, v in asdict(claim).items() if k not in ("verdict", "why", "cause", "cause_detail", "settle")}
+    return Claim(**kept, verdict=NOT_COMPARABLE, why=why)
 
 
 def card(manifest: dict) -> list[tuple[str, str]]:

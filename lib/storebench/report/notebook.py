@@ -37,6 +37,12 @@ def load(name: str, results_dir: str | None = None, *, measure: bool = False, sc
     return ResultTables.read(root / name)
 
 
+def analyse(analysis, tables: ResultTables) -> Findings:
+    """``analysis.analyse(tables)``: what the experiment found, each claim checked against the machines its
+    figures were measured on (``machine.judged_within_machines``)."""
+    return machine.judged_within_machines(analysis.analyse, tables)
+
+
 _shown: ReportTables | None = None  # the tables of the report being rendered (set by ``publish``)
 
 
