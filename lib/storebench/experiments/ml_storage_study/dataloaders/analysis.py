@@ -249,7 +249,8 @@ def findings(summary: pd.DataFrame, writes: pd.DataFrame, overheads: pd.DataFram
         lines.append(f"| {workload} | {top.system} | {top.best_config} | {sig3(top.speedup_vs_ext4)}x"
                      f"{_pm(top.speedup_low, top.speedup_high)} | {seed_text} |")
     over_lines = _overhead_lines(overheads)
-    headline = ("seed 001 loaders: "  # no verdict count: a claim may yet be judged to cross machines
+    headline = ("seed 001 loaders (the paper's statements: in the claims table): "  # not counted here: a claim
+                # may yet be judged to cross machines (report.analyse)
                 + "; ".join(f"{w}: best {g.loc[g.seconds.idxmin()].system} "
                             f"({sig3(g.loc[g.seconds.idxmin()].speedup_vs_ext4)}x ext4)"
                             for w, g in vs.groupby("workload", sort=False)))
