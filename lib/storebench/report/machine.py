@@ -8,7 +8,6 @@ import math
 from dataclasses import asdict, replace
 from typing import Callable
 
-
 from storebench.core.experiment import ResultTables
 from storebench.core.provenance import build_identifier
 from storebench.report.findings import NOT_COMPARABLE, Claim, Findings
