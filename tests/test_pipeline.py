@@ -206,3 +206,32 @@ def test_a_measured_reference_stage_names_each_input_changed_since(tmp_path, mon
     assert reference.state("measure_demo", tracked_only=True).changed_inputs == ("code.py", "param demo")
     assert set(reference.state("measure_demo").changed_inputs) == {"code.py", "data.bin", "param demo"}
     assert "3 input(s) changed since" in reference.state("measure_demo").summary
+
+
+def test_every_experiments_stages_have_the_contracts_shape():
+    """Each quick-check stage pair is the contract's (the same cmd, outs, report deps, metrics and plots as
+    `add_contract_stages` makes), so running a few of them through `dvc repro` tests the wiring of all."""
+    import json
+
+    from ruamel.yaml import YAML
+
+    from storebench.experiments import EXPERIMENTS as REGISTERED
+
+    def plain(entries):
+        return {json.dumps(entry, sort_keys=True) for entry in entries or []}
+
+    doc = YAML().load((ROOT / "dvc.yaml").read_text())
+    written = {name: doc["stages"][name] for name in list(doc["stages"]) if name.startswith(("measure_", "report_"))}
+    for name in written:
+        del doc["stages"][name]
+    made = pipeline.add_contract_stages(doc)
+    assert sorted(made) == sorted(written) and len(made) == 2 * len(REGISTERED)
+    for name in made:
+        contract, actual = doc["stages"][name], written[name]
+        assert actual["cmd"] == contract["cmd"], name
+        assert plain(contract["outs"]) <= plain(actual["outs"]), name
+        assert plain(contract["deps"]) <= plain(actual["deps"]), name
+        for key in ("metrics", "plots"):
+            assert plain(contract.get(key)) == plain(actual.get(key)), (name, key)
+    index = stage_deps("index")
+    assert {f"reports/{name}.{ext}" for name in REGISTERED for ext in ("html", "findings.json")} <= index
