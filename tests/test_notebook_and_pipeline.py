@@ -265,6 +265,11 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     assert all(f'href="{name}.html"' in index for name in [*DL_STORAGE, *SEED001])
     assert "the paper saw" in index and "Britto" in index and "claims of the paper judged" in index
     assert "Peng Cheng" in index and "<td>localfs</td>" in index
+    dry = dvc("repro", "--dry")  # every other stage's definition (params, deps, cmd) still resolves in DVC
+    assert dry.returncode == 0, dry.stdout[-3000:] + dry.stderr[-3000:]
+    from storebench.experiments import EXPERIMENTS
+    assert [name for name in EXPERIMENTS if name not in WIRED and f"Running stage 'measure_{name}'" not in dry.stdout] == []
+    assert not [name for name in WIRED if f"Running stage 'measure_{name}'" in dry.stdout]  # measured above
     again = dvc("repro", *reports)
     assert again.returncode == 0 and "didn't change, skipping" in again.stdout
     assert "Running stage" not in again.stdout
