@@ -157,3 +157,23 @@ def test_the_index_marks_a_reference_result_measured_before_its_inputs_changed(t
     assert "<b>stale</b>" in row("cassandra_scale") and ">yes</td>" in row("cassandra_loader")
     assert "1 of 2 parts measured, 1 of them stale" in page
     assert "<b>Stale:</b>" not in index.build(tmp_path, stages[1:2]).read_text()
+
+
+def test_the_index_marks_a_reference_result_whose_parts_were_redefined_since(tmp_path):
+    """A presented report whose experiment has a part defined since (not measured yet) is not "current"."""
+    from storebench.core.experiment import Experiment
+    from storebench.pipeline.reference import StageState
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    findings.write(reference, Experiment("dataloaders", "ml_storage_study", "Sec 5", "?"), Findings("Ran.", "text"),
+                   {"scale": "reference", "started_utc": "2026-11-26T00:41:55+00:00", "duration_s": 60})
+    (reference / "dataloaders.html").write_text("<html></html>")
+    stages = [StageState("measure_dataloaders-x", "dataloaders", "x", True, "2026-11-26T00:41", 60.0, "abcdef12", ()),
+              StageState("measure_dataloaders-y", "dataloaders", "y", False, None, None, None, ())]
+    page = index.build(tmp_path, stages).read_text()
+    row = page[page.index("href='reference/dataloaders.html'"):]
+    assert "<b>incomplete</b>" in row[:row.index("</tr>")]
+    banner = page[page.index("<b>Stale:</b>"):page.index("</div>", page.index("<b>Stale:</b>"))]
+    assert "dataloaders</b> (1 of 2 parts): defined since its report and not measured yet (y)" in banner
+    assert "<b>Stale:</b>" not in index.build(tmp_path, stages[:1]).read_text()

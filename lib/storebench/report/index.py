@@ -255,30 +255,38 @@ def reference_table(reports_dir: Path, stages: list | None = None) -> str:
 
 
 def currency_cell(mine: list) -> str:
-    """"yes", or "stale" when a part was measured with inputs that have changed since (the banner says which)."""
+    """"yes"; "stale" when a part was measured with inputs that have changed since; "incomplete" when a part
+    defined today has not been measured (the parts were redefined after the report); the banner says which."""
     if any(s.measured and s.changed_inputs for s in mine):
         return "<td style='color:#b35900'><b>stale</b></td>"
+    if not all(s.measured for s in mine):
+        return "<td style='color:#b35900'><b>incomplete</b></td>"
     return "<td style='color:#1a7f37'>yes</td>"
 
 
 def stale_warning(stages: list, presented: set[str]) -> str:
     """A banner over the table naming each presented reference result measured with inputs changed since,
-    and which inputs."""
+    and which inputs, or with parts defined since its report that are not measured yet."""
     lines = []
     for experiment in sorted(presented):
         mine = [s for s in stages if s.experiment == experiment]
         stale = [s for s in mine if s.measured and s.changed_inputs]
-        if not stale:
-            continue
-        inputs = sorted({i.removeprefix("lib/storebench/") for s in stale for i in s.changed_inputs})
-        shown = ", ".join(inputs[:4]) + (f" and {len(inputs) - 4} more" if len(inputs) > 4 else "")
-        parts = f" ({len(stale)} of {len(mine)} parts)" if len(mine) > 1 else ""
-        lines.append(f"<li style='border:0;padding:.1em 0'><b>{html.escape(experiment.replace('_', ' '))}</b>{parts}: measured before a change to "
-                     f"{html.escape(shown)}</li>")
+        unmeasured = [s.part or s.stage for s in mine if not s.measured]
+        label = f"<b>{html.escape(experiment.replace('_', ' '))}</b>"
+        if stale:
+            inputs = sorted({i.removeprefix("lib/storebench/") for s in stale for i in s.changed_inputs})
+            shown = ", ".join(inputs[:4]) + (f" and {len(inputs) - 4} more" if len(inputs) > 4 else "")
+            parts = f" ({len(stale)} of {len(mine)} parts)" if len(mine) > 1 else ""
+            lines.append(f"<li style='border:0;padding:.1em 0'>{label}{parts}: measured before a change to "
+                         f"{html.escape(shown)}</li>")
+        if unmeasured:
+            lines.append(f"<li style='border:0;padding:.1em 0'>{label} ({len(unmeasured)} of {len(mine)} parts): "
+                         f"defined since its report and not measured yet ({html.escape(', '.join(unmeasured))}); "
+                         "its report is the last one rendered, from the parts as they were then</li>")
     if not lines:
         return ""
     return ("<div style='border-left:4px solid #b35900;padding:.3em .8em;background:#fff4e5'><b>Stale:</b> measured "
-            "with code, configuration or params that have changed since. Their figures are those of the committed "
+            "with code, configuration or params that have changed since, or before its parts were redefined. Their figures are those of the committed "
             "measurement until it is repeated (<code>python -m storebench.pipeline.reference measure "
             "&lt;experiment&gt; [--part &lt;part&gt;]</code>).<ul style='margin:.3em 0'>" + "".join(lines)
             + "</ul></div>")
