@@ -235,3 +235,20 @@ def test_every_experiments_stages_have_the_contracts_shape():
             assert plain(contract.get(key)) == plain(actual.get(key)), (name, key)
     index = stage_deps("index")
     assert {f"reports/{name}.{ext}" for name in REGISTERED for ext in ("html", "findings.json")} <= index
+
+
+def test_a_reference_report_with_a_part_not_measured_is_not_upstream_of_the_index(tmp_path, monkeypatch):
+    """A report rendered before its parts were redefined: `dvc repro` must not try to re-render it from part
+    folders that do not exist yet, so the index does not depend on it (it still presents it, incomplete)."""
+    from storebench.pipeline import reference
+
+    reports = tmp_path / pipeline.REFERENCE_REPORTS
+    reports.mkdir(parents=True)
+    for name in ("dataloaders", "cassandra_scale"):
+        (reports / f"{name}.findings.json").write_text("{}")
+    parts = {"measure_dataloaders-old": ("dataloaders", "old"), "measure_dataloaders-new": ("dataloaders", "new"),
+             "measure_cassandra_scale": ("cassandra_scale", None)}
+    monkeypatch.setattr(reference, "measure_stages",
+                        lambda experiment=None: {s: p for s, p in parts.items() if experiment in (None, p[0])})
+    monkeypatch.setattr(reference, "is_measured", lambda stage: stage != "measure_dataloaders-new")
+    assert pipeline.renderable_references(tmp_path) == ["cassandra_scale"]

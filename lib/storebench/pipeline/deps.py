@@ -271,7 +271,7 @@ def index_reference_deps() -> list[str]:
     each is current: from reference/dvc.lock and the measured stages' git-tracked inputs."""
     from storebench.pipeline.reference import index_inputs
 
-    reports = [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in measured_references() for kind in ("findings.json", "html")]
+    reports = [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in renderable_references() for kind in ("findings.json", "html")]
     return reports + index_inputs()[0]
 
 
@@ -444,11 +444,16 @@ def reference_yaml(main_yaml: Path = DVC_YAML) -> str:
     return REFERENCE_HEADER + yaml.safe_dump(doc, sort_keys=False, width=4096)
 
 
-def measured_references(root: Path = ROOT) -> list[str]:
-    """The experiments whose reference report has been rendered (what the index presents)."""
+def renderable_references(root: Path = ROOT) -> list[str]:
+    """The experiments whose reference report has been rendered and could be rendered again: every part
+    measured. A report whose parts were redefined since (some not measured yet) is not upstream of the index,
+    or `dvc repro` would try to render it from part folders that do not exist; the index still presents it,
+    marked incomplete."""
     from storebench.experiments import EXPERIMENTS
+    from storebench.pipeline.reference import is_measured, measure_stages
 
-    return [name for name in EXPERIMENTS if (root / REFERENCE_REPORTS / f"{name}.findings.json").exists()]
+    return [name for name in EXPERIMENTS if (root / REFERENCE_REPORTS / f"{name}.findings.json").exists()
+            and all(is_measured(stage) for stage in measure_stages(name))]
 
 
 def main(argv=None) -> int:
