@@ -149,14 +149,22 @@ def changed_inputs(names: list[str], tracked_only: bool = False) -> dict[str, tu
 def index_inputs() -> tuple[list[str], list[str]]:
     """What decides whether the committed reference results are still current, as the index shows it (so
     its DVC stage depends on them): reference/dvc.lock, and every measured stage's git-tracked inputs and
-    params."""
+    params. Inputs another measurement writes (resources reads results/reference/dataloaders) are left out:
+    reference/dvc.lock records each such measurement, and as a dep they would put that experiment's frozen
+    stages, measured or not, upstream of the index."""
     defined, tracked = stages(), _in_git_paths()
+    written = [_dep_path(o).rstrip("/") for s in measure_stages() for o in defined[s].get("outs", [])]
     deps, params = {"reference/dvc.lock"}, set()
     for name in _lock():
         if name.startswith("measure_") and name in defined:
-            deps |= {d for d in map(_dep_path, defined[name]["deps"]) if d.rstrip("/") in tracked}
+            deps |= {d for d in map(_dep_path, defined[name]["deps"]) if d.rstrip("/") in tracked
+                     and not any(_overlaps(d.rstrip("/"), out) for out in written)}
             params |= set(defined[name].get("params", []))
     return sorted(deps), sorted(params)
+
+
+def _overlaps(path: str, other: str) -> bool:
+    return path == other or path.startswith(other + "/") or other.startswith(path + "/")
 
 
 def _in_git_paths() -> set[str]:
@@ -185,7 +193,7 @@ def unmeasured_upstream(name: str) -> list[str]:
     writers = []
     for stage in measure_stages():
         outs = [_dep_path(o).rstrip("/") for o in defined[stage].get("outs", [])]
-        if any(o == i or o.startswith(i + "/") or i.startswith(o + "/") for o in outs for i in inputs):
+        if any(_overlaps(o, i) for o in outs for i in inputs):
             writers.append(stage)
     return [stage for stage in writers if stage != name and not is_measured(stage)]
 
