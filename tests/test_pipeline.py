@@ -252,3 +252,22 @@ def test_a_reference_report_with_a_part_not_measured_is_not_upstream_of_the_inde
                         lambda experiment=None: {s: p for s, p in parts.items() if experiment in (None, p[0])})
     monkeypatch.setattr(reference, "is_measured", lambda stage: stage != "measure_dataloaders-new")
     assert pipeline.renderable_references(tmp_path) == ["cassandra_scale"]
+
+
+def test_the_index_does_not_depend_on_what_another_reference_measurement_writes(monkeypatch):
+    """resources reads the dataloaders results: as an index dep, that folder would put every dataloaders stage,
+    measured or not, upstream of the index, and `dvc repro` fails on a frozen stage's missing outputs."""
+    from storebench.pipeline import reference
+
+    defined = {"measure_loaders-a": {"cmd": "python -m storebench.pipeline.run measure loaders --part a",
+                                     "deps": ["lib/a.py"], "outs": [{"results/reference/loaders/a": {}}]},
+               "measure_loaders-b": {"cmd": "python -m storebench.pipeline.run measure loaders --part b",
+                                     "deps": ["lib/a.py"], "outs": [{"results/reference/loaders/b": {}}]},
+               "measure_resources": {"cmd": "python -m storebench.pipeline.run measure resources",
+                                     "deps": ["results/reference/loaders", "lib/r.py"], "params": ["resources"],
+                                     "outs": [{"results/reference/resources": {}}]}}
+    monkeypatch.setattr(reference, "stages", lambda: defined)
+    monkeypatch.setattr(reference, "_lock", lambda: {"measure_loaders-a": {}, "measure_resources": {}})
+    monkeypatch.setattr(reference, "_in_git_paths",
+                        lambda: {"lib/a.py", "lib/r.py", "results/reference/loaders", "results/reference/loaders/a"})
+    assert reference.index_inputs() == (["lib/a.py", "lib/r.py", "reference/dvc.lock"], ["resources"])
