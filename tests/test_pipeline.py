@@ -184,7 +184,8 @@ def test_a_measured_reference_stage_names_each_input_changed_since(tmp_path, mon
     (tmp_path / "params.yaml").write_text("demo: {images: 10}\nother: 1\n")
     (tmp_path / "results" / "reference" / "demo").mkdir(parents=True)
     (tmp_path / "results" / "reference" / "demo" / "manifest.json").write_text(
-        '{"started_utc": "2026-11-26T01:00:00+00:00", "duration_s": 60, "git_rev": "abcdef123456"}')
+        '{"started_utc": "2026-11-26T01:00:00+00:00", "duration_s": 60, "git_rev": "abcdef123456", '
+        '"machine": {"cpu_model": "AMD EPYC", "cpu_id": "family 23 model 1 stepping 2"}}')
     (tmp_path / "reference" / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"measure_demo": {
         "cmd": "python -m storebench.pipeline.run measure demo --scale reference", "wdir": "..", "frozen": True,
         "deps": ["code.py", "data.bin"], "params": ["demo"],
@@ -206,6 +207,7 @@ def test_a_measured_reference_stage_names_each_input_changed_since(tmp_path, mon
     assert reference.state("measure_demo", tracked_only=True).changed_inputs == ("code.py", "param demo")
     assert set(reference.state("measure_demo").changed_inputs) == {"code.py", "data.bin", "param demo"}
     assert "3 input(s) changed since" in reference.state("measure_demo").summary
+    assert "on AMD EPYC (family 23 model 1 stepping 2) at abcdef12" in reference.state("measure_demo").summary
 
 
 def test_every_experiments_stages_have_the_contracts_shape():

@@ -38,6 +38,7 @@ class StageState:
     duration_s: float | None
     git_rev: str | None
     changed_inputs: tuple[str, ...]  # inputs whose content differs from what the measurement ran with
+    machine: str | None = None  # the CPU it ran on: parts compared with each other need one machine
 
     @property
     def summary(self) -> str:
@@ -45,7 +46,9 @@ class StageState:
             return "not measured yet"
         stale = (f"; {len(self.changed_inputs)} input(s) changed since: {', '.join(self.changed_inputs[:4])}"
                  + (", ..." if len(self.changed_inputs) > 4 else "")) if self.changed_inputs else "; inputs unchanged"
-        return f"measured {str(self.started_utc)[:16].replace('T', ' ')} UTC in {self.duration_s:.0f} s at {self.git_rev}{stale}"
+        where = f" on {self.machine}" if self.machine else ""
+        return (f"measured {str(self.started_utc)[:16].replace('T', ' ')} UTC in {self.duration_s:.0f} s{where} at "
+                f"{self.git_rev}{stale}")
 
 
 def stages() -> dict[str, dict]:
@@ -107,8 +110,15 @@ def states(names: list[str] | None = None, tracked_only: bool = False) -> dict[s
         manifest = found.get(name)
         result[name] = (StageState(name, experiment, part, False, None, None, None, ()) if manifest is None else
                         StageState(name, experiment, part, True, manifest.get("started_utc"),
-                                   manifest.get("duration_s"), str(manifest.get("git_rev", ""))[:8], changed[name]))
+                                   manifest.get("duration_s"), str(manifest.get("git_rev", ""))[:8], changed[name],
+                                   _machine_label(manifest)))
     return result
+
+
+def _machine_label(manifest: dict) -> str | None:
+    from storebench.report.machine import label
+
+    return label(manifest["machine"]) if manifest.get("machine") else None
 
 
 def is_measured(stage: str) -> bool:
