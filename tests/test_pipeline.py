@@ -273,3 +273,23 @@ def test_the_index_does_not_depend_on_what_another_reference_measurement_writes(
     monkeypatch.setattr(reference, "_in_git_paths",
                         lambda: {"lib/a.py", "lib/r.py", "results/reference/loaders", "results/reference/loaders/a"})
     assert reference.index_inputs() == (["lib/a.py", "lib/r.py", "reference/dvc.lock"], ["resources"])
+
+
+def test_the_reference_run_names_the_parts_measured_on_another_machine(tmp_path, monkeypatch):
+    """Before a part is measured, the parts of its experiment that ran elsewhere are named: the claims that
+    set them against each other will read "not comparable (crosses machines)"."""
+    import json
+
+    from storebench.core import provenance
+    from storebench.pipeline import reference
+
+    here = provenance.machine_card()
+    elsewhere = {**here, "cpu_id": "family 6 model 85 stepping 7"}
+    for part, machine in (("here", here), ("there", elsewhere), ("unlocked", elsewhere)):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / "manifest.json").write_text(json.dumps({"machine": machine}))
+    monkeypatch.setattr(reference, "measure_stages", lambda experiment=None: {
+        f"measure_demo-{p}": ("demo", p) for p in ("here", "there", "unlocked", "unmeasured")})
+    monkeypatch.setattr(reference, "_lock", lambda: {"measure_demo-here": {}, "measure_demo-there": {}})
+    monkeypatch.setattr(reference, "_manifest", lambda experiment, part: tmp_path / part / "manifest.json")
+    assert reference.parts_on_other_machines("demo") == ["there"]

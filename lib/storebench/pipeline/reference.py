@@ -115,6 +115,27 @@ def states(names: list[str] | None = None, tracked_only: bool = False) -> dict[s
     return result
 
 
+def parts_on_other_machines(experiment: str) -> list[str]:
+    """The measured parts of ``experiment`` whose manifests name a machine other than this one."""
+    import json
+
+    from storebench.core.provenance import machine_card
+    from storebench.report.machine import IDENTITY_FIELDS
+
+    def identity(machine: dict) -> tuple[str, ...]:
+        return tuple(str(machine.get(key)) for key in IDENTITY_FIELDS)
+
+    here, lock = identity(machine_card()), _lock()
+    found = []
+    for name, (exp, part) in measure_stages(experiment).items():
+        path = _manifest(exp, part)
+        if part is not None and name in lock and path.exists():
+            there = json.loads(path.read_text()).get("machine")
+            if there and identity(there) != here:
+                found.append(part)
+    return found
+
+
 def _machine_label(manifest: dict) -> str | None:
     from storebench.report.machine import label
 
@@ -216,6 +237,11 @@ def measure(experiment: str, part: str | None = None) -> float:
     if upstream:
         raise SystemExit(f"{name} reads what these reference stages write; measure them first:\n  "
                          + "\n  ".join(upstream))
+    elsewhere = [p for p in parts_on_other_machines(experiment) if p != part]
+    if elsewhere:
+        print(f"[reference] note: {len(elsewhere)} measured part(s) of {experiment} ran on another machine "
+              f"({', '.join(elsewhere)}): a claim that sets this part against them is judged not comparable "
+              f"(crosses machines) until they are measured on one machine", flush=True)
     uncommitted = _git("status", "--porcelain", "--", *inputs)
     if uncommitted:
         raise SystemExit(f"{name}: commit these first, so the measurement is of committed code:\n{uncommitted}")
