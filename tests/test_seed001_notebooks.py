@@ -58,6 +58,8 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert set(rows.workload) == set(config["workloads"]) and set(rows.system) == set(config["systems"])
     assert set(rows.loader) == {"map", "iterable"} and set(rows.workers) == set(config["workers"])
     assert (rows.rows_per_second > 0).all()
+    confirmed = rows[rows.phase == "confirm"].groupby(["workload", "system", "layout"]).size()
+    assert len(confirmed) == len(rows.groupby(["workload", "system", "layout"]))  # each one's best, measured again
     for workload, n in config["rows"].items():
         assert (rows[rows.workload == workload].n_rows == n).all()  # every row of the dataset, every epoch
     writes = tables["dataloaders_write"]
@@ -77,6 +79,19 @@ def test_dataloaders_at_smoke_scale(prepared_seed001, results_root, tmp_path):
     assert any(c["verdict"] != "not comparable" for c in workers)  # the trend up to this machine's cores: judged
     data = tables["dataloaders_data"]  # what was measured: rows and bytes per workload
     assert dict(zip(data.workload, data.n_rows)) == config["rows"] and (data.dataset_bytes > 0).all()
+
+
+@pytest.mark.slow
+def test_dataloaders_measures_a_single_configuration_once(prepared_seed001, tmp_path):
+    """A part of one configuration (graph-tiledb-pf1, text-tiledb-pf16) picks no best from others, so its
+    figure is not measured again (``phase`` confirm), as a best picked from several is."""
+    one = dict(workloads=["graph"], systems=["tiledb-attrs"], loaders=["iterable"], prefetch=[128], workers=[0],
+               writes_measured=False, overhead_systems=[])
+    run.measure("dataloaders", "smoke", results_root=tmp_path, overrides=one, progress=False)
+    rows = pd.read_csv(tmp_path / "dataloaders" / "dataloaders.csv")
+    assert set(rows.phase) == {"select"} and rows[["prefetch", "batch_size", "workers"]].drop_duplicates().shape[0] == 1
+    best = pd.read_csv(tmp_path / "dataloaders" / "dataloaders_best.csv")
+    assert len(best) == 1 and not best.confirmed.any() and best["mean"].iloc[0] == best.selected_mean.iloc[0]
 
 
 @pytest.mark.slow
