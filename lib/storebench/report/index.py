@@ -350,8 +350,9 @@ provenance.</p>
 <p>The suite's results: every experiment measured at the <code>reference</code> preset of
 <code>params.yaml</code> (the papers' data sizes and grids, as the <code>paper</code> preset states them, changed
 only where this machine cannot hold them, each change stated in <code>params.yaml</code> and in the report), stage by
-stage (<code>python -m storebench.pipeline.reference measure &lt;experiment&gt;</code>; at most ~40 min each),
-and committed.</p>
+stage (<code>python -m storebench.pipeline.reference measure &lt;experiment&gt;</code>; each planned within ~40 min,
+split into parts where longer; a part that is a single cell cannot be split and may run past it:
+<code>... reference status</code> gives each stage's time), and committed.</p>
 <p><b>The claims, per paper</b> (each judged on the reference results by the rules below; a "does not hold" says
 in its report whether the cause is known and what would settle it):</p>
 {verdicts_by_paper(reference_dir)}
