@@ -20,9 +20,11 @@ import ast
 import json
 import re
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from storebench.paths import ROOT
+from storebench.pipeline import yamlfile
 
 PACKAGE = "storebench"
 LIB = ROOT / "lib"
@@ -45,7 +47,8 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imported_modules(source: str, importer: str = "", is_package: bool = False) -> set[str]:
+@lru_cache(maxsize=None)  # the checks walk the same files once per stage: parse each text once
+def imported_modules(source: str, importer: str = "", is_package: bool = False) -> frozenset[str]:
     """Library modules named by the imports (absolute and relative) and dotted-path strings of
     ``source``; ``importer`` is the module the source belongs to (for relative imports)."""
     found: set[str] = set()
@@ -63,7 +66,7 @@ def imported_modules(source: str, importer: str = "", is_package: bool = False) 
             found.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (m := _DOTTED.match(node.value)):
             found.add(m.group(1))
-    return {name for name in found if name.split(".")[0] == PACKAGE and module_file(name) is not None}
+    return frozenset(name for name in found if name.split(".")[0] == PACKAGE and module_file(name) is not None)
 
 
 def with_parents(module: str) -> set[str]:
@@ -201,11 +204,9 @@ def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] |
 
 
 def _params(params_yaml: Path | None = None) -> dict:
-    import yaml
-
     if params_yaml is None or not params_yaml.exists():
         params_yaml = DVC_YAML.with_name("params.yaml")
-    return yaml.safe_load(params_yaml.read_text())
+    return yamlfile.load(params_yaml)
 
 
 def report_experiment(stage: dict) -> str | None:
@@ -240,10 +241,8 @@ def check(dvc_yaml: Path = DVC_YAML) -> dict[str, dict[str, list[str]]]:
     """Per stage, the library files (and params, and a report's metrics and plots) it should list but does
     not ('missing') and those it lists but does not read ('extra'); empty when dvc.yaml matches the imports,
     params.yaml and storebench.report.metrics."""
-    import yaml
-
     problems = {}
-    for name, stage in _stages(yaml.safe_load(dvc_yaml.read_text())).items():
+    for name, stage in _stages(yamlfile.load(dvc_yaml)).items():
         listed = {_dep_name(d) for d in stage.get("deps", []) if is_library_dep(_dep_name(d))}
         want = set(expected_deps(stage))
         params = expected_params(stage, dvc_yaml.with_name("params.yaml"))
@@ -440,7 +439,7 @@ def _reference_path(dep: str) -> str:
 def reference_yaml(main_yaml: Path = DVC_YAML) -> str:
     import yaml
 
-    doc = {"stages": reference_stages(yaml.safe_load(main_yaml.read_text()), _params())}
+    doc = {"stages": reference_stages(yamlfile.load(main_yaml), _params())}
     return REFERENCE_HEADER + yaml.safe_dump(doc, sort_keys=False, width=4096)
 
 
@@ -468,9 +467,7 @@ def main(argv=None) -> int:
         print("updated deps of: " + (", ".join(write(path)) or "nothing (already derived from the imports)"))
         return 0
     if args.action == "show":
-        import yaml
-
-        for name, stage in _stages(yaml.safe_load(path.read_text())).items():
+        for name, stage in _stages(yamlfile.load(path)).items():
             print(f"{name}: {' '.join(expected_deps(stage))}")
         return 0
     problems = check(path)

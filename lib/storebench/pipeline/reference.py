@@ -21,9 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from storebench.paths import ROOT
+from storebench.pipeline import yamlfile
 
 REFERENCE_DIR = ROOT / "reference"
 
@@ -52,7 +51,7 @@ class StageState:
 
 
 def stages() -> dict[str, dict]:
-    return yaml.safe_load((REFERENCE_DIR / "dvc.yaml").read_text())["stages"]
+    return yamlfile.load(REFERENCE_DIR / "dvc.yaml")["stages"]
 
 
 def measure_stages(experiment: str | None = None) -> dict[str, tuple[str, str | None]]:
@@ -83,7 +82,7 @@ def stage_name(experiment: str, part: str | None) -> str:
 
 def _lock() -> dict:
     path = REFERENCE_DIR / "dvc.lock"
-    return (yaml.safe_load(path.read_text()) or {}).get("stages", {}) if path.exists() else {}
+    return (yamlfile.load(path) or {}).get("stages", {}) if path.exists() else {}
 
 
 def state(stage: str, tracked_only: bool = False) -> StageState:
