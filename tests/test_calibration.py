@@ -3,6 +3,7 @@ redis-benchmark, RocksDB with db_bench, MinIO with the minio-go loop, Ceph with 
 layout readers beside webdataset and Lance's take on MinIO, then the report notebook on the recorded
 tables; and the ratio analysis on known rows."""
 import json
+import signal
 
 import numpy as np
 import pandas as pd
@@ -159,6 +160,13 @@ def test_one_tiledb_context_keeps_memory_per_query_and_fresh_contexts_do_not(pre
     assert (held.one_context_kept_kib_per_query > 5).all(), held.one_context_kept_kib_per_query
     assert (held.kept_kib_per_query < held.one_context_kept_kib_per_query / 4).all(), held.kept_kib_per_query
     assert not list(tmp_path.iterdir())  # each reader's arrays removed after its passes
+
+
+def test_a_pass_process_that_dies_is_run_again_then_named_not_waited_for():
+    """A reader that crashes its process (TileDB does, rarely) must not hang the run, as a Pool's apply did."""
+    assert memory.in_fresh_process(max, (3, 5)) == (5, 0)
+    with pytest.raises(RuntimeError, match="raise_signal.* died in each of 2 fresh processes"):
+        memory.in_fresh_process(signal.raise_signal, (signal.SIGKILL,))
 
 
 def test_memory_settings_that_cannot_compare_renewals_are_refused(tmp_path):
