@@ -169,6 +169,17 @@ def test_a_pass_process_that_dies_is_run_again_then_named_not_waited_for():
         memory.in_fresh_process(signal.raise_signal, (signal.SIGKILL,))
 
 
+def test_the_report_says_how_many_pass_processes_crashed_and_were_run_again():
+    rows = [{"reader": "tiledb", "mode": mode, "renew_every": every, "mark_every": 10, "round": r, "queries_done": q,
+             "rss_mib": 100 + q * growth, "read_seconds": q * 1e-3, "processes_died": died}
+            for mode, every, growth in ((memory.RENEWED, 10, 0.0), (memory.ONE_CONTEXT, None, 0.02))
+            for r, died in ((0, 0), (1, 1 if mode == memory.ONE_CONTEXT else 0)) for q in (10, 20, 30)]
+    held = analysis.memory_summary(pd.DataFrame(rows))
+    assert held.processes_died.tolist() == [1]
+    assert "1 pass process crashed in the reader's library and was run again" in analysis.memory_lines(held)[0]
+    assert "no pass process crashed" in analysis.memory_lines(held.assign(processes_died=0))[0]
+
+
 def test_memory_settings_that_cannot_compare_renewals_are_refused(tmp_path):
     with pytest.raises(ValueError, match="at least 3 of them"):
         memory.run(["tiledb"], rows=100, queries=2000, renew_every=1000, rounds=1, root=tmp_path)
