@@ -176,7 +176,7 @@ def test_the_report_says_how_many_pass_processes_crashed_and_were_run_again():
             for r, died in ((0, 0), (1, 1 if mode == memory.ONE_CONTEXT else 0)) for q in (10, 20, 30)]
     held = analysis.memory_summary(pd.DataFrame(rows))
     assert held.processes_died.tolist() == [1]
-    assert "1 pass process crashed in the reader's library and was run again" in analysis.memory_lines(held)[0]
+    assert "1 pass process died (killed by a signal) and was run again" in analysis.memory_lines(held)[0]
     assert "no pass process crashed" in analysis.memory_lines(held.assign(processes_died=0))[0]
 
 

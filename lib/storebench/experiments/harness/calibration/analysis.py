@@ -139,8 +139,8 @@ def memory_passes(table: pd.DataFrame) -> pd.DataFrame:
     """The ``client_memory`` table (see calibration.memory) as one row per pass. ``kept_kib_per_query``: the RSS that stays, per query, from just after the first
     renewal to just after the last (for one context: at the same query counts), so the memory a renewal
     frees does not count; ``peak_over_first_mib``: the highest RSS over that at the first renewal; the time
-    per query (µs) over the same queries; ``processes_died``: processes that crashed before the pass's returned
-    (0 in tables measured before that was recorded)."""
+    per query (µs) over the same queries; ``processes_died``: processes that died before the one that ran the pass
+    returned (0 in tables measured before that was recorded)."""
     out = []
     for (reader, mode, round_), g in table.groupby(["reader", "mode", "round"], sort=False):
         marks = g[g.queries_done % int(g.mark_every.iloc[0]) == 0].sort_values("queries_done")
@@ -151,7 +151,7 @@ def memory_passes(table: pd.DataFrame) -> pd.DataFrame:
                     "kept_kib_per_query": (last.rss_mib - first.rss_mib) * 1024 / n,
                     "peak_over_first_mib": g[g.queries_done >= first.queries_done].rss_mib.max() - first.rss_mib,
                     "us_per_query": 1e6 * (last.read_seconds - first.read_seconds) / n,
-                    "processes_died": int(g.get("processes_died", pd.Series([0])).max())})
+                    "processes_died": int(g.get("processes_died", pd.Series([0])).fillna(0).max())})
     return pd.DataFrame(out)
 
 
@@ -185,7 +185,7 @@ MEMORY_HEADERS = {"renew_every": "fresh context every (queries)", "queries": "qu
                   "peak_mib": "peak (MiB), renewed", "one_context_peak_mib": "peak (MiB), one context",
                   "us_per_query": "µs/query, renewed", "one_context_us_per_query": "µs/query, one context",
                   "rate_ratio": "query rate, renewed / one context", "rate_ratio_low": "CI low",
-                  "rate_ratio_high": "CI high", "processes_died": "pass processes crashed (run again)"}
+                  "rate_ratio_high": "CI high", "processes_died": "pass processes died (run again)"}
 
 
 def memory_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -220,7 +220,7 @@ def memory_lines(summary: pd.DataFrame) -> list[str]:
 def _crashed(died: int) -> str:
     if not died:
         return "no pass process crashed"
-    return f"{died} pass process{'es' if died > 1 else ''} crashed in the reader's library and {'were' if died > 1 else 'was'} run again"
+    return f"{died} pass process{'es' if died > 1 else ''} died (killed by a signal) and {'were' if died > 1 else 'was'} run again"
 
 
 def analyse(tables: ResultTables) -> f.Findings:
