@@ -187,3 +187,38 @@ def test_memory_settings_that_cannot_compare_renewals_are_refused(tmp_path):
         memory.run(["tiledb"], rows=100, queries=3500, renew_every=1000, rounds=1, root=tmp_path)
     with pytest.raises(ParamsError, match="at least 3 of them"):  # with the params, before any pair runs
         run.settings("calibration", "smoke", overrides={"memory_queries": 200})
+
+
+def test_a_calibration_that_measures_nothing_is_refused_with_the_params():
+    with pytest.raises(ParamsError, match="nothing to measure"):
+        run.settings("calibration", "smoke", overrides={"pairs": [], "memory_readers": []})
+
+
+def test_the_reference_parts_measure_every_pair_and_reader_of_the_whole_run_once():
+    from storebench.core.settings import load_params, part_overrides
+
+    params = load_params()
+    whole = run.settings("calibration", "reference")
+    parts = [run.settings("calibration", "reference", overrides=part_overrides(params, "calibration", name))
+             for name in params["parts"]["calibration"]]
+    pairs = [p for s in parts for p in s.pairs]
+    readers = [r for s in parts for r in s.memory_readers]
+    assert sorted(pairs) == sorted(whole.pairs) and sorted(readers) == sorted(whole.memory_readers)
+    assert all(s.memory_rows == whole.memory_rows and s.memory_queries == whole.memory_queries for s in parts)
+
+
+def test_a_part_of_the_pairs_and_a_part_of_the_memory_read_as_one_report():
+    clients = ResultTables({"calibration": pd.DataFrame(passes("minio", "obstore x", "storebench", [500] * 5)
+                                                        + passes("minio", "storebench-s3get", "native tool", [1000] * 5)),
+                            "tools": pd.DataFrame([{"tool": "storebench-s3get", "version": "1", "status": "ran"}])},
+                           {"machine": {"cores": 2}})
+    rows = [{"reader": "tiledb", "mode": mode, "renew_every": every, "mark_every": 10, "round": 0, "queries_done": q,
+             "rss_mib": 100 + q * growth, "read_seconds": q * 1e-3, "processes_died": 0}
+            for mode, every, growth in ((memory.RENEWED, 10, 0.0), (memory.ONE_CONTEXT, None, 0.02)) for q in (10, 20, 30)]
+    readers = ResultTables({"client_memory": pd.DataFrame(rows)}, {"machine": {"cores": 2}})
+    alone = analysis.analyse(readers)
+    assert alone.headline.startswith("No client was compared with a reference: only the TileDB readers' memory")
+    assert analysis.figures(readers).keys() == {"memory"}
+    both = analysis.analyse(ResultTables.merged({"clients": clients, "memory-tiledb": readers}))
+    assert "0.50x" in both.headline and "TileDB readers with fresh contexts keep" in both.headline
+    assert "tiledb, memory" in both.markdown

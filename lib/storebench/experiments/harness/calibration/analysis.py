@@ -32,6 +32,8 @@ def ratios(rows: pd.DataFrame) -> pd.DataFrame:
     over the rounds; MB/s where the bytes were counted; CPU per operation of both clients and of the
     server; the highest load average."""
     out = []
+    if rows is None or rows.empty:  # a measurement of the readers' memory only
+        return pd.DataFrame(out)
     keys = ["system", "operation", "value_bytes", "concurrency", "unit"]
     rows = rows if "mb_per_s" in rows else rows.assign(mb_per_s=np.nan)  # tables recorded before it
     for key, group in rows.groupby(keys, sort=False):
@@ -224,12 +226,13 @@ def _crashed(died: int) -> str:
 
 
 def analyse(tables: ResultTables) -> f.Findings:
-    table = ratios(tables["calibration"])
+    table = ratios(tables.get("calibration"))
     held = memory_summary(tables.get("client_memory"))
     made = claims(table) + loader_claims(loader_ratios(tables.get("loaders"))) + memory_claims(held)
     if table.empty:
-        return f.Findings("No comparison was measured (see the tools table).", "\n".join(memory_lines(held)), (),
-                          tuple(made))
+        headline = ("No client was compared with a reference: only the TileDB readers' memory was measured."
+                    if "tools" not in tables else "No comparison was measured (see the tools table).")
+        return f.Findings(headline, "\n".join(memory_lines(held)), (), tuple(made))
     worst = table.loc[table.ratio.idxmin()]
     headline = (f"Ours / reference, {len(table)} comparisons: {table.ratio.min():.2f}x ({label(worst)}, "
                 f"{short(worst.client)}) to {table.ratio.max():.2f}x; load average up to "
@@ -250,9 +253,17 @@ def _mb(rate: float) -> str:
 
 
 def figures(tables: ResultTables) -> dict[str, plt.Figure]:
-    table = ratios(tables["calibration"])
-    if table.empty:
-        return {}
+    made = {}
+    table = ratios(tables.get("calibration"))
+    if not table.empty:
+        made["ratios"] = ratios_figure(table)
+    if tables.get("client_memory") is not None and len(tables["client_memory"]):
+        made["memory"] = memory_figure(tables["client_memory"])
+    return made
+
+
+def ratios_figure(table: pd.DataFrame) -> plt.Figure:
+    """Each client of ours / its reference, with its CI and target."""
     table = table.assign(what=[f"{textwrap.fill(label(r), 64)}\n{short(r.client)}" for r in table.itertuples()])
     fig, ax = plt.subplots(figsize=(9, 0.2 * sum(w.count("\n") + 1 for w in table.what) + 1.5))
     y = np.arange(len(table))
@@ -268,10 +279,7 @@ def figures(tables: ResultTables) -> dict[str, plt.Figure]:
     ax.set_xlabel("ours / reference (rate; 1 = the native tool's or reference library's rate; dashed: target)")
     ax.set_title("How close does each storebench client come to its system's own tool or reference library?")
     fig.tight_layout()
-    made = {"ratios": fig}
-    if tables.get("client_memory") is not None and len(tables["client_memory"]):
-        made["memory"] = memory_figure(tables["client_memory"])
-    return made
+    return fig
 
 
 def memory_figure(table: pd.DataFrame) -> plt.Figure:

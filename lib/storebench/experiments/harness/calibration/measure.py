@@ -71,7 +71,7 @@ NOT_AVAILABLE = {"cassandra-stress": "not installed: it ships only in Cassandra'
 
 
 class Settings(Base):
-    pairs: list[Pair] = Field(min_length=1)
+    pairs: list[Pair] = []  # none: only the readers' memory (a part of a split measurement)
     redis_fields: list[PositiveInt] = Field(min_length=1)  # k of HMGET
     redis_value_bytes: PositiveInt
     redis_objects: PositiveInt  # fields in the hash
@@ -103,18 +103,23 @@ class Settings(Base):
     @model_validator(mode="after")
     def _memory_counts(self):
         """Checked with the params, not after the other pairs have run."""
+        if not (self.pairs or self.memory_readers):
+            raise ValueError("calibration: nothing to measure (pairs and memory_readers are both empty)")
         if self.memory_readers:
             memory.check_counts(self.memory_queries, self.memory_renew_every)
         return self
 
 
 def measure(settings: Settings, out: ResultsDir, progress: bool = True) -> None:
-    rows, tools = run(settings, progress)
-    out.write("calibration", pd.DataFrame(rows))
-    out.write("tools", pd.DataFrame(tools))
-    loaders = loader_overheads(out.root)
-    if loaders is not None:
-        out.write("loaders", loaders)
+    """The pairs' tables (``calibration``, ``tools``, ``loaders``) where pairs are measured, and
+    ``client_memory`` where memory readers are: a measurement split in parts writes each table in one part."""
+    if settings.pairs:
+        rows, tools = run(settings, progress)
+        out.write("calibration", pd.DataFrame(rows))
+        out.write("tools", pd.DataFrame(tools))
+        loaders = loader_overheads(out.root)
+        if loaders is not None:
+            out.write("loaders", loaders)
     if settings.memory_readers:
         out.write("client_memory", memory.run(settings.memory_readers, settings.memory_rows, settings.memory_queries,
                                               settings.memory_renew_every, settings.memory_rounds, _scratch(),
