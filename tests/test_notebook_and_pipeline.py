@@ -154,6 +154,34 @@ def test_access_pattern_reads_its_parts_as_one(tmp_path):
         [(c.metric, c.verdict, c.value) for c in analysis.analyse(alone).claims]
 
 
+def test_a_split_breakdown_sets_each_hop_against_its_own_parts_baseline(tmp_path):
+    """The reference run splits a server's placements over parts, each measuring the same-namespace baseline
+    and the local reads again. Read together, a hop's network time is its part's hop - same namespace: a
+    part measured in a session where everything ran twice as slowly does not turn into network time."""
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.breakdown import analysis
+
+    whole = ROOT / "results" / "breakdown"
+    rows = pd.read_csv(whole / "breakdown.csv")
+    manifest = json.loads((whole / "manifest.json").read_text())
+    baselines = rows.network.isin(["local", "same namespace"])
+    for part, hops, slowdown in (("fast", ["veth"], 1.0), ("slow", ["lan-1g"], 2.0)):
+        folder = tmp_path / part
+        folder.mkdir()
+        mine = rows[baselines | rows.network.isin(hops)].assign(seconds=lambda r: r.seconds * slowdown)
+        mine.to_csv(folder / "breakdown.csv", index=False)
+        for name in ("skipped", "notes"):
+            shutil.copy(whole / f"{name}.csv", folder / f"{name}.csv")
+        (folder / "manifest.json").write_text(json.dumps({**manifest, "run_id": f"breakdown-{part}"}))
+    alone = analysis.hop_breakdown(rows).set_index(["system", "network"])
+    together = analysis.hop_breakdown(ResultTables.read(tmp_path)["breakdown"]).set_index(["system", "network"])
+    assert set(together.index) == {key for key in alone.index if key[1] in ("veth", "lan-1g")}
+    for key, row in together.iterrows():
+        slowdown = 2.0 if key[1] == "lan-1g" else 1.0
+        assert row.network_s == pytest.approx(alone.loc[key].network_s * slowdown)
+        assert row.network_share == pytest.approx(alone.loc[key].network_share)
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("default_ports_free")
 def test_granularity_notebook_at_smoke_scale(prepared_mnist, tmp_path):
