@@ -40,6 +40,17 @@ def machines(manifest: dict) -> list[tuple[dict, list[str]]]:
     return [(manifest.get("machine") or {}, [])]
 
 
+def part_tags(manifest: dict) -> tuple[dict[str, str], str]:
+    """For a run whose parts ran on more than one machine: each part's machine as a short tag ("M1", "M2",
+    in the order of ``machines``) for a figure's labels, and a footnote naming each tag's CPU; ({}, "") for
+    a run on one machine."""
+    found = machines(manifest)
+    if len(found) < 2:
+        return {}, ""
+    tags = {part: f"M{i}" for i, (_, parts) in enumerate(found, 1) for part in parts}
+    return tags, "Machines: " + "; ".join(f"M{i} = {label(m)}" for i, (m, _) in enumerate(found, 1)) + "."
+
+
 def label(machine: dict) -> str:
     """A machine named by its CPU: "AMD EPYC (family 26 model 2 stepping 1)"."""
     return f"{_value('cpu_model', machine.get('cpu_model'))} ({_value('cpu_id', machine.get('cpu_id'))})"

@@ -2,6 +2,8 @@
 the client sits, split into local read, server processing and network, and the paper's shares judged."""
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -11,6 +13,7 @@ from storebench.core.rows import LOCAL_NETWORK, NET_COLUMNS
 from storebench.core.stats import bounded_interval, summarize
 from storebench.experiments.dl_storage_benchmarking.published import FIG3_CASSANDRA, SEED_003_MACHINE
 from storebench.report.findings import Findings, Cause, above, below, judge, not_comparable, share, within
+from storebench.report.machine import part_tags
 from storebench.report.tables import number
 
 NETWORK_BAND = (0.05, 0.15)  # "approximately 10%"
@@ -104,22 +107,38 @@ def paper_reference() -> pd.DataFrame:
                           "download_s": ref["download_disk_s"]}])
 
 
-def figure(summary: pd.DataFrame, parts: pd.DataFrame):
+def bar_labels(rows: pd.DataFrame, tags: dict[str, str]) -> dict[tuple[str, str], str]:
+    """A bar group's label per (system, location): both, and where the parts ran on more than one machine
+    (``tags``: part -> machine tag), the machine(s) its parts ran on, so no bar is read against another
+    machine's unawares."""
+    labels = {}
+    for (system, location), group in rows.groupby(["system", "location"], sort=False):
+        machines = sorted({tags[p] for p in group.get("part", ()) if p in tags})
+        where = textwrap.fill(location, 12, break_on_hyphens=True)  # "disk-cold-\npagecache": groups stay apart
+        labels[(system, location)] = f"{system}\n{where}" + (f"\n({'+'.join(machines)})" if machines else "")
+    return labels
+
+
+def figure(summary: pd.DataFrame, parts: pd.DataFrame, bar_names: dict | None = None, machines_note: str = ""):
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
 
-    servers = summary[summary.network != LOCAL_NETWORK]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5), gridspec_kw={"width_ratios": [3, 2]})
-    plots.grouped_bars(left, servers, "system", "network", hue_order=list(dict.fromkeys(servers.network)),
+    servers = summary[summary.network != LOCAL_NETWORK].sort_values(["system", "location"], kind="stable")
+    servers = servers.assign(where=[(bar_names or {}).get((s, loc), f"{s}\n{loc}")
+                                    for s, loc in zip(servers.system, servers.location)])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(15, 5.5), gridspec_kw={"width_ratios": [3, 2]})
+    plots.grouped_bars(left, servers, "where", "network", hue_order=list(dict.fromkeys(servers.network)),
                        log=True, legend=False)
-    left.legend(title="client's network hop", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.12),
+    left.tick_params(axis="x", labelsize=7)
+    left.legend(title="client's network hop", ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.24),
                 fontsize=8, frameon=False)
     left.set(title="sequential read, 1 sample per request, per client hop", ylabel="download time (s, log)",
              xlabel="")
     shaped = parts[parts.network == compared_hop(parts)] if len(parts) else parts
     shares = pd.concat([shaped, paper_reference()], ignore_index=True)
-    labels = [f"{s} ({loc})" if isinstance(loc, str) else s for s, loc in zip(shares.system, shares.get("location"))]
+    labels = [(bar_names or {}).get((s, loc), f"{s} ({loc})").replace("-\n", "-").replace("\n", " ") if isinstance(loc, str) else s
+              for s, loc in zip(shares.system, shares.get("location"))]
     bottom = np.zeros(len(shares))
     for column, name in (("local_read_share", "local read (localfs)"), ("processing_share", "server processing"),
                          ("network_share", "network")):
@@ -135,7 +154,7 @@ def figure(summary: pd.DataFrame, parts: pd.DataFrame):
     plots.footnote(fig, "Mean of the repeats, error bars 95% CI. Network = hop - same namespace (a negative "
                         "difference, i.e. inside the noise, is drawn as 0). Paper bar: seed 003 Sec 5.1/Fig 3, "
                         f"{SEED_003_MACHINE}; its network share includes real LAN latency, which this kernel "
-                        "(no sch_netem) cannot add.")
+                        "(no sch_netem) cannot add." + (f" {machines_note}" if machines_note else ""))
     return fig
 
 
@@ -149,7 +168,8 @@ def analyse(tables: ResultTables) -> Findings:
 
 def figures(tables: ResultTables) -> dict:
     rows = tables["breakdown"]
-    return {"breakdown": figure(summary(rows), hop_breakdown(rows))}
+    tags, note = part_tags(tables.manifest)
+    return {"breakdown": figure(summary(rows), hop_breakdown(rows), bar_labels(rows, tags), note)}
 
 
 # Why a share may not match the paper's here (storebench.report.findings.Cause)
