@@ -201,3 +201,24 @@ def test_parts_on_one_machine_are_judged_as_a_whole(tmp_path):
 
     tables = _access_pattern_in_two_parts(tmp_path, ("AMD EPYC", "AMD EPYC"))
     assert machine.judged_within_machines(analysis.analyse, tables) == analysis.analyse(tables)
+
+
+def test_the_breakdown_figure_draws_a_bar_group_per_server_and_location_tagged_with_its_machine():
+    """The reference breakdown (a server at two locations, its parts on two machines) draws: each bar group
+    is a server at one location, and names the machine its parts ran on; one machine's run names none."""
+    import matplotlib.pyplot as plt
+
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.breakdown import analysis
+
+    tables = ResultTables.read(ROOT / "results" / "reference" / "breakdown")
+    tags, note = machine.part_tags(tables.manifest)
+    assert tags["minio-cold-lan"] != tags["minio-warm-lan"] and note.startswith("Machines: M1 = ")
+    names = analysis.bar_labels(tables["breakdown"], tags)
+    assert names[("minio", "disk-warm")] == f"minio\ndisk-warm\n({tags['minio-warm-lan']})"
+    assert names[("minio", "disk-cold-pagecache")].endswith(f"({tags['minio-cold-lan']})")
+    figure = analysis.figures(tables)["breakdown"]
+    labels = [t.get_text() for t in figure.axes[0].get_xticklabels()]
+    assert sorted(labels) == sorted(name for (system, _), name in names.items() if system != "localfs")
+    plt.close(figure)
+    assert machine.part_tags(ResultTables.read(ROOT / "results" / "breakdown").manifest) == ({}, "")
