@@ -222,3 +222,15 @@ def test_the_breakdown_figure_draws_a_bar_group_per_server_and_location_tagged_w
     assert sorted(labels) == sorted(name for (system, _), name in names.items() if system != "localfs")
     plt.close(figure)
     assert machine.part_tags(ResultTables.read(ROOT / "results" / "breakdown").manifest) == ({}, "")
+
+
+def test_a_share_claim_reads_as_a_percentage_in_the_claims_table():
+    """A share is held as a fraction (0.068) and read as a percentage (6.8%), its CI too."""
+    from storebench.report import notebook
+    from storebench.report.findings import Findings, above, judge
+
+    share = judge("Sec 5.1", "Processing takes most of the time.", "processing share", 0.0682, (0.0541, 0.0834),
+                  above(0.05), unit="%")
+    ratio = judge("Sec 5.1", "A is faster.", "B / A", 2.5, (2.0, 3.0), above(1.0))
+    table = notebook.claims_table(Findings("headline", "", claims=(share, ratio)))
+    assert "6.82 [5.41, 8.34]%" in table and "2.5 [2, 3]x" in table and "0.0682" not in table

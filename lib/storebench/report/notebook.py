@@ -199,9 +199,10 @@ def findings_markdown(findings: Findings) -> str:
 def _interval(claim) -> str:
     if claim.value is None:
         return "&ndash;"
-    text = readable(claim.value)
+    scale = 100 if claim.unit == "%" else 1  # a share is held as a fraction
+    text = readable(claim.value * scale)
     if claim.ci_low is not None:
-        text += f" [{readable(claim.ci_low)}, {readable(claim.ci_high)}]"
+        text += f" [{readable(claim.ci_low * scale)}, {readable(claim.ci_high * scale)}]"
     return html.escape(text + (claim.unit if claim.unit in ("x", "%") else f" {claim.unit}"))
 
 
