@@ -131,3 +131,31 @@ def test_malformed_yaml(tmp_path):
     bad.write_text("scale: [small\n")
     with pytest.raises(ParamsError, match="not valid YAML"):
         load_params(bad)
+
+
+def test_the_reference_reads_cifar10s_training_split_wherever_a_part_reads_cifar10():
+    from storebench.core.settings import part_overrides
+
+    p = load_params()
+    read = {}
+    for experiment in ("location", "granularity"):
+        for part in p["parts"][experiment]:
+            config = settings(experiment, "reference", None, part_overrides(p, experiment, part))
+            if "cifar10" in config.datasets:
+                read[(experiment, part)] = config.samples_of("cifar10")
+    assert ("granularity", "minio-cifar10") in read and ("location", "redis-localfs") in read
+    assert set(read.values()) == {50000}, read
+
+
+def test_a_mapping_in_a_preset_that_names_no_experiment_is_refused_not_dropped(tmp_path):
+    from storebench.pipeline.deps import expected_params
+
+    p = load_params()
+    p["presets"]["reference"]["dataset_samples"] = {"cifar10": 50000}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    stage = {"cmd": "python -m storebench.pipeline.run measure location --scale reference --part redis-localfs"}
+    with pytest.raises(ParamsError, match="presets.reference.dataset_samples is a mapping but names no experiment"):
+        expected_params(stage, tmp_path / "params.yaml")
+    del p["presets"]["reference"]["dataset_samples"]
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(p))
+    assert "parts.location.redis-localfs" in expected_params(stage, tmp_path / "params.yaml")

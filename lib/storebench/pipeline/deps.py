@@ -194,6 +194,7 @@ def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] |
     fixed_scale = re.search(r"--scale\s+(\w+)", stage["cmd"])
     scale = fixed_scale.group(1) if fixed_scale else params.get("scale", "small")
     chain = preset_chain(params, scale)
+    _refuse_preset_mappings_without_an_experiment(params, chain)
     global_keys = sorted({key for _, preset in chain for key, value in preset.items()
                           if not isinstance(value, dict) and key != "extends"})
     part = re.search(r"--part\s+([\w-]+)", stage["cmd"])
@@ -201,6 +202,21 @@ def expected_params(stage: dict, params_yaml: Path | None = None) -> list[str] |
             + [f"presets.{s}.{k}" for s, preset in chain for k in global_keys if k in preset]
             + [f"presets.{s}.{name}" for s, preset in chain if name in preset]
             + ([f"parts.{name}.{part.group(1)}"] if part else []))
+
+
+def _refuse_preset_mappings_without_an_experiment(params: dict, chain: list[tuple[str, dict]]) -> None:
+    """A mapping in a preset is an experiment's section there (storebench.core.settings.merged reads it so and
+    gives every experiment only a preset's plain values): a setting whose value is a mapping, such as
+    ``dataset_samples``, placed in a preset itself would reach no experiment, so it is refused, not dropped."""
+    from storebench.core.settings import ParamsError
+
+    for preset_name, preset in chain:
+        for key, value in preset.items():
+            if isinstance(value, dict) and not isinstance(params.get(key), dict):
+                raise ParamsError(
+                    f"params.yaml: presets.{preset_name}.{key} is a mapping but names no experiment, so no "
+                    f"experiment would read it; put it in presets.{preset_name}.<experiment> or in the parts "
+                    f"that need it (parts.<experiment>.<part>)")
 
 
 def _params(params_yaml: Path | None = None) -> dict:
