@@ -1,0 +1,19 @@
+"""The location report's note on a warm disk against tmpfs: it names exactly the pairs where the warm disk
+was faster, and says nothing when none was."""
+import pandas as pd
+
+from storebench.experiments.dl_storage_benchmarking.location.analysis import _warm_disk_vs_tmpfs, ratios
+
+
+def summary(memory_s: float, warm_s: float) -> pd.DataFrame:
+    return pd.DataFrame({"dataset": "mnist", "system": ["ceph", "ceph", "redis"], "access": "sequential",
+                         "location": ["memory", "disk-warm", "memory"], "mean": [memory_s, warm_s, 0.1]})
+
+
+def test_names_the_pairs_where_a_warm_disk_beat_tmpfs():
+    note = _warm_disk_vs_tmpfs(ratios(summary(memory_s=2.0, warm_s=1.0)))
+    assert "for 1 of 1 system/dataset pairs" in note and "ceph mnist 0.50" in note and "redis" not in note
+
+
+def test_says_nothing_when_memory_was_faster():
+    assert _warm_disk_vs_tmpfs(ratios(summary(memory_s=1.0, warm_s=2.0))) == ""
