@@ -244,3 +244,31 @@ def test_claims_without_repeats_are_inconclusive_not_judged():
                                    "grows.")
     assert grows.value == pytest.approx(2.0) and grows.verdict == "inconclusive"
     assert any(c.verdict == "not comparable" for c in found.claims)  # no batch sweep, no dataset sweep
+
+
+def _dataset_sweep_rows(seconds_of_size, repeats=5):
+    """Rows of one store's dataset-size sweep: ``seconds_of_size(size)`` plus a +-1% jitter per repeat."""
+    jitter = np.linspace(-0.01, 0.01, repeats)
+    return pd.DataFrame([{"table": "rocksdb", "stream": "zipf", "durability": "none", "dataset_size": size,
+                          "table_rows": 64, "embedding_size": 8, "batch_size": 8, "update": "dense",
+                          "locality": "shuffled", "sweep": "dataset_size", "stands_for": "text", "repeat": r,
+                          "total_seconds": seconds_of_size(size) * (1 + jitter[r]), "read_seconds": 0.0,
+                          "update_seconds": 0.0, "write_seconds": 0.0, "keys_read": size, "keys_written": size,
+                          "n_batches": size // 8, "table_files": 1, "system_version": "x"}
+                         for size in (1024, 2048, 4096, 8192) for r in range(repeats)])
+
+
+@pytest.mark.parametrize("seconds_of_size, verdict", [(lambda n: 0.5 + n / 1000, "holds"),
+                                                      (lambda n: (n / 1000) ** 3, "does not hold")])
+def test_linear_growth_with_dataset_size_is_judged_from_a_ci_over_repeats(seconds_of_size, verdict):
+    found = analysis.analyse(ResultTables({"embeddings": _dataset_sweep_rows(seconds_of_size)}, {}))
+    linear = next(c for c in found.claims if "grows linearly with dataset size" in c.statement)
+    assert linear.ci_low is not None and linear.ci_low <= linear.ci_high
+    assert linear.verdict == verdict
+    assert (linear.cause == "the paper's setup" and linear.settle) if verdict == "does not hold" else not linear.cause
+
+
+def test_linear_growth_from_one_repeat_a_size_has_no_ci():
+    found = analysis.analyse(ResultTables({"embeddings": _dataset_sweep_rows(lambda n: n / 1000, repeats=1)}, {}))
+    linear = next(c for c in found.claims if "grows linearly with dataset size" in c.statement)
+    assert linear.ci_low is None and linear.verdict == "inconclusive"
