@@ -577,8 +577,10 @@ def _dataset_claims(summary, s, stream, scope, cost: _Costs) -> list:
         worst = min(r2, key=r2.get)
         row = s[(s.stream == stream) & (s.table == worst)].iloc[0]
         interval = (row.dataset_r2_low, row.dataset_r2_high) if pd.notna(row.dataset_r2_low) else None
+        how = ("CI: each size's repeats resampled" if interval else
+               f"no CI: fewer than {core_stats.MIN_BOOTSTRAP} repeats a size to resample")
         claim = judge(ref, statement, f"least-squares R^2 of total time vs dataset size, lowest of the stores "
-                      f"({worst}; CI: each size's repeats resampled)", r2[worst], interval, above(LINEAR_R2), unit="")
+                      f"({worst}; {how})", r2[worst], interval, above(LINEAR_R2), unit="")
         made.append(_explain(
             claim, SETUP, f"{cost.text(worst, stream)}; the seed does not state its stores' settings (a TileDB "
                    "array gains a fragment with every batch written, and each read scans them)",
