@@ -14,6 +14,7 @@ from storebench.stores import embeddings as E
 from storebench.data import keystreams
 from storebench.core.experiment import ResultsDir, ResultTables
 from storebench.experiments.ml_storage_study.embeddings import analysis, measure as em
+from storebench.report import notebook as report_notebook
 from storebench.stores.readers import VerificationError
 
 TABLES = list(E.EMBEDDING_TABLES)
@@ -272,3 +273,10 @@ def test_linear_growth_from_one_repeat_a_size_has_no_ci():
     found = analysis.analyse(ResultTables({"embeddings": _dataset_sweep_rows(lambda n: n / 1000, repeats=1)}, {}))
     linear = next(c for c in found.claims if "grows linearly with dataset size" in c.statement)
     assert linear.ci_low is None and linear.verdict == "inconclusive"
+
+
+def test_the_report_says_what_a_run_read_not_the_presets_sample_count(tmp_path):
+    settings = em_config(tmp_path).model_dump()
+    said = report_notebook.measured({"settings": settings}, report_notebook.declared("embeddings").data)
+    assert "tables of 64 float32 embeddings of [8, 32] floats; [128, 256] keys drawn a run" in said
+    assert "batch 32)" in said and f"{settings['n_samples']:,} samples" not in said

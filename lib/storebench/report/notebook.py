@@ -7,6 +7,7 @@ only then, so the report stage's dependencies stay those of the analysis).
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 import importlib
 import logging
@@ -15,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from storebench.core.experiment import ResultTables
-from storebench.experiments import experiment
+from storebench.experiments import experiment, step
 from storebench.paths import REPORTS_DIR, ROOT
 from storebench.report import findings as recorded_findings, machine, metrics as report_metrics
 from storebench.report.findings import VERDICT_COLOURS, Findings
@@ -54,7 +55,7 @@ def publish(name: str, findings: Findings, tables: ResultTables, out_dir: str | 
     out = Path(out_dir) if out_dir else REPORTS_DIR
     out.mkdir(parents=True, exist_ok=True)
     _shown = ReportTables(name, out)
-    path = recorded_findings.write(out, experiment(name), findings, tables.manifest)
+    path = recorded_findings.write(out, declared(name), findings, tables.manifest)
     report_metrics.write(out, path)
     return path
 
@@ -98,15 +99,24 @@ def save_figures(name: str, figures: dict, out_dir: str | None = None) -> list:
     return [plots.save(fig, folder / f"{i}-{key}.png") for i, (key, fig) in enumerate(figures.items(), 1)]
 
 
+def declared(name: str):
+    """Experiment ``name``'s declaration as its report describes it: an analysis module's ``DATA`` (a template
+    of the run's settings) says what the run read where the declaration does not. (It lives with the analysis
+    because the declaration is a dependency of every measurement: rewording it would make them stale.)"""
+    own = experiment(name)
+    data = getattr(step(name, "analysis"), "DATA", None)
+    return dataclasses.replace(own, data=data) if data and not own.data else own
+
+
 def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     """The top of a report as HTML: the question, the headline, what was measured on which machine
     and when, and the paper's claims with their verdicts."""
-    declared, run = experiment(name), tables.manifest
-    return (f"<p><b>Question</b> ({html.escape(declared.reference)}): {html.escape(declared.question)}</p>"
+    own, run = declared(name), tables.manifest
+    return (f"<p><b>Question</b> ({html.escape(own.reference)}): {html.escape(own.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
-            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run, declared.data))}.</p>"
+            f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run, own.data))}.</p>"
             f"{_mixed_machines(run)}"
-            f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables, declared.repeats))}.</p>"
+            f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables, own.repeats))}.</p>"
             f"{claims_table(findings)}")
 
 

@@ -17,6 +17,10 @@ from storebench.report.findings import (PAPER_SETUP, Cause, Claim, Findings, Met
                                         not_comparable, power, ratio, within)
 
 EXPERIMENT = "embeddings"
+# What a run reads (the report's Measured line and the index): not the preset's n_samples, which it never reads
+DATA = ("tables of {fixed[table_rows]:,} float32 embeddings of {embedding_sizes} floats; {dataset_sizes} keys "
+        "drawn a run, in batches of {batch_sizes} (the fixed point: {fixed[dataset_size]:,} keys, "
+        "{fixed[embedding_size]} floats, batch {fixed[batch_size]})")
 SEED_SWEEPS = ("dataset_size", "embedding_size", "batch_size")  # Figs 13, 14, 15
 PAPER_TABLES = ("rocksdb", "tiledb", "tensorstore")
 # Bands for reading our numbers against the seed's words (stated in the findings).
