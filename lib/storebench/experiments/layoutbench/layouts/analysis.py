@@ -21,6 +21,9 @@ from storebench.report.findings import (PAPER_SETUP, SUBSTITUTE, UNKNOWN, Cause,
                                         below, judge, not_comparable, within)
 
 EXPERIMENT = "layouts"
+# What a run reads (the report's Measured line and the index): not the preset's n_samples, which it never reads
+DATA = ("LayoutBench's tier {tier} of the ImageNet sample (its 1,000 real JPEGs: 1 copy each at x1, 13 "
+        "at mini, under new names; images and bytes per layout in the write table)")
 
 
 SHORT = {"L1-objects": "L1", "L2-tar": "L2", "L3-parquet": "L3", "L3-parquet-sorted": "L3s", "L4-lance": "L4"}
