@@ -25,7 +25,7 @@ from storebench.paths import REPORTS_DIR, ROOT
 from storebench.report import machine
 from storebench.report.findings import (VERDICT_COLOURS, Metric, Recorded, interval_text, ratio_of, read, read_all,
                                         sig3)
-from storebench.report.index import STYLE, machine_text
+from storebench.report.index import STYLE, machine_text, revisions_text
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class Run:
             return "no run recorded"
         scales = ", ".join(sorted({str(r.get("scale")) for r in runs}))
         machines = "; ".join(sorted({machine_text(m) for r in runs for m, _ in machine.machines(r) if m})) or "machine?"
-        revisions = ", ".join(sorted({str(r.get("git_rev")) for r in runs}))
+        revisions = revisions_text(runs)
         started = sorted(r["started_utc"] for r in runs if r.get("started_utc"))
         when = f"{started[0][:10]} to {started[-1][:10]}" if started else "date?"
         return f"scale {scales}; {machines}; git {revisions}; measured {when}"

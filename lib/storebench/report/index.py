@@ -181,6 +181,15 @@ def machine_text(card: dict) -> str:
             f"kernel {card.get('kernel', '?')}, {card.get('os', '?')}")
 
 
+def revisions_text(runs: list[dict]) -> str:
+    """The git revisions the runs were measured at: a few by name, many counted (a reference run measured
+    in parts names one a part; each report's Provenance lists them)."""
+    revisions = sorted({rev for r in runs for rev in str(r.get("git_rev")).split(", ")})
+    if len(revisions) <= 3:
+        return ", ".join(revisions)
+    return f"{len(revisions)} revisions (one a part; each report's Provenance names its own)"
+
+
 def runs_summary(recorded: list[Recorded]) -> str:
     """What the results on this page are: scale, repeats, machine(s), when and from which code they were measured."""
     runs = [r.run for r in recorded if r.run.get("run_id")]
@@ -193,7 +202,7 @@ def runs_summary(recorded: list[Recorded]) -> str:
     finished = [r["finished_utc"] for r in runs if r.get("finished_utc")]
     when = (f", between {min(started)[:16].replace('T', ' ')} and {max(finished or started)[:16].replace('T', ' ')} UTC"
             if started else "")
-    revisions = ", ".join(sorted({str(r.get("git_rev")) for r in runs}))
+    revisions = revisions_text(runs)
     repeats_text = policies[0] if len(policies) == 1 else "repeats: see each report"
     return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
             f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
