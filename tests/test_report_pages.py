@@ -135,8 +135,8 @@ def test_a_run_whose_parts_ran_on_two_machines_names_both_and_which_parts_ran_wh
     assert "ran on 2 machines" in machine.mixed_note(run) and "Machines</b>" in notebook._mixed_machines(run)
     page = index.runs_summary([index.Recorded("x", "harness", "", (), (), run)])
     assert "vm: AMD EPYC, 2 cores" in page and "vm: Intel Xeon, 2 cores" in page
-    assert index.revisions_text([{"git_rev": "a1, b2"}, {"git_rev": "b2"}]) == "a1, b2"
-    assert index.revisions_text([{"git_rev": "a1, b2, c3"}, {"git_rev": "d4"}]).startswith("4 revisions (one a part;")
+    assert index.revisions_text([{"git_rev": "a1, b2"}, {"git_rev": "b2"}]) == "git a1, b2"
+    assert index.revisions_text([{"git_rev": "a1, b2, c3"}, {"git_rev": "d4"}]).startswith("4 git revisions, one a part")
     assert [(row["part"], row["CPU"]) for row in machine.parts(run)] == [
         ("graph", "AMD EPYC"), ("image", "AMD EPYC"), ("text", "Intel Xeon")]
     assert dict(machine.card(run))["run id"] == "3 runs, one a part: see the parts table"

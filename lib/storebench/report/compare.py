@@ -43,7 +43,7 @@ class Run:
         revisions = revisions_text(runs)
         started = sorted(r["started_utc"] for r in runs if r.get("started_utc"))
         when = f"{started[0][:10]} to {started[-1][:10]}" if started else "date?"
-        return f"scale {scales}; {machines}; git {revisions}; measured {when}"
+        return f"scale {scales}; {machines}; {revisions}; measured {when}"
 
 
 def load(source: str, experiments: list[str] | None = None) -> Run:

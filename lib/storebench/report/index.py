@@ -186,8 +186,8 @@ def revisions_text(runs: list[dict]) -> str:
     in parts names one a part; each report's Provenance lists them)."""
     revisions = sorted({rev for r in runs for rev in str(r.get("git_rev")).split(", ")})
     if len(revisions) <= 3:
-        return ", ".join(revisions)
-    return f"{len(revisions)} revisions (one a part; each report's Provenance names its own)"
+        return "git " + ", ".join(revisions)
+    return f"{len(revisions)} git revisions, one a part, each named in its report's Provenance"
 
 
 def runs_summary(recorded: list[Recorded]) -> str:
@@ -205,7 +205,7 @@ def runs_summary(recorded: list[Recorded]) -> str:
     revisions = revisions_text(runs)
     repeats_text = policies[0] if len(policies) == 1 else "repeats: see each report"
     return (f"<p><b>Measured</b> at scale <code>{html.escape(scales)}</code>, {html.escape(repeats_text)}, on {html.escape('; '.join(sorted(machines)) or 'an unrecorded machine')}{when}, "
-            f"from git {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
+            f"from {html.escape(revisions)} ({len(runs)} run{'s' if len(runs) != 1 else ''}).</p>")
 
 
 def _machines_mark(run: dict) -> str:
