@@ -7,7 +7,7 @@ import math
 import pytest
 
 from storebench.core.experiment import ResultTables
-from storebench.experiments import EXPERIMENTS, experiment, step
+from storebench.experiments import EXPERIMENTS, step
 from storebench.paths import REPORTS_DIR, ROOT
 from storebench.report import findings, notebook
 
@@ -23,7 +23,7 @@ def test_analysis_reproduces_the_committed_findings(name):
     tables = ResultTables.read(ROOT / "results" / name)
     made = notebook.analyse(step(name, "analysis"), tables)  # as the report does
     expected = json.loads((REPORTS_DIR / f"{name}.findings.json").read_text())
-    assert same(json.loads(findings.dumps(made.record(experiment(name), tables.manifest))), expected)
+    assert same(json.loads(findings.dumps(made.record(notebook.declared(name), tables.manifest))), expected)
 
 
 def same(made, expected, where: str = "findings") -> bool:
