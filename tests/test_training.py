@@ -282,3 +282,15 @@ def test_analyse_judges_the_papers_statements():
     verdicts = [c.verdict for c in findings.claims]
     assert verdicts == ["holds", "holds", "holds", "holds"], findings.claims
     assert "paper: 1.2-3.4x" in findings.headline and len(findings.metrics) == 4
+
+
+def test_a_speed_up_names_only_the_worker_counts_that_measured_both_loaders():
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.training import analysis
+
+    rows = []
+    for workers in (0, 2):
+        rows += epochs("tiledb", "batched", 256, workers, 1.0)
+    rows += epochs("tiledb", "per-sample", 256, 0, 3.0)  # per-sample at 2 workers not measured
+    text = analysis.analyse(ResultTables({"training": pd.DataFrame(rows)}, {})).markdown
+    assert "| tiledb, batch 256: batched `__getitems__` vs per-sample | 3.00-3.00x faster (over workers 0) |" in text

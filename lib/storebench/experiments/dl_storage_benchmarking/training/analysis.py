@@ -296,7 +296,7 @@ def findings(summary: pd.DataFrame, claims: tuple = (), local: str = LOCAL, remo
                      f"{wk.workers.max()} (>1: workers help) | {w0 / wn:.2f}x | \"significantly helps\" (no number) |")
     speed = batched_speedup(real)
     if "batched_speedup" in speed:
-        at = speed[speed.batch_size == batch[-1]]
+        at = speed[speed.batch_size == batch[-1]].dropna(subset=["batched_speedup"])  # both loaders measured
         for system, g in at.groupby("system", sort=False):
             lines.append(f"| {system}, batch {batch[-1]}: batched `__getitems__` vs per-sample | "
                          f"{g.batched_speedup.min():.2f}-{g.batched_speedup.max():.2f}x faster (over workers "
