@@ -156,6 +156,34 @@ def test_a_note_several_parts_wrote_is_shown_once_naming_its_parts():
     assert shown.reason.tolist() == ["on tmpfs", "redis in memory"] and shown.part.tolist() == ["image, graph", "servers"]
 
 
+def test_a_reference_report_states_what_its_measured_parts_leave_out_of_the_grid(tmp_path):
+    from storebench.core.experiment import ResultTables
+    from storebench.report import notebook
+
+    stated = tmp_path / "left_out.yaml"
+    stated.write_text("training:\n"
+                      "  tiledb-w2: [{system: tiledb, what: per-sample at W 2, reason: segfaulted}]\n"
+                      "  tiledb-w0: [{system: tiledb, what: batch 16, reason: slow}]\n"
+                      "location:\n  cifar: [{system: redis, what: x, reason: y}]\n")
+    skipped = pd.DataFrame({"system": ["ceph"], "location": ["disk-warm"], "what": ["training"], "reason": ["down"]})
+    reference = {"experiment": "training", "scale": "reference", "parts": {"tiledb-w2": {}, "rocksdb": {}}}
+    shown = notebook.skipped(ResultTables({"skipped": skipped}, reference), stated)
+    assert shown[["system", "what", "reason", "part"]].values.tolist() == [
+        ["ceph", "training", "down", ""], ["tiledb", "per-sample at W 2", "segfaulted", "tiledb-w2"]]
+    quick_check = {**reference, "scale": "small"}
+    assert len(notebook.skipped(ResultTables({"skipped": skipped}, quick_check), stated)) == 1
+
+
+def test_every_part_the_left_out_file_names_is_a_reference_part_of_its_experiment():
+    from storebench.pipeline import yamlfile
+    from storebench.report.notebook import LEFT_OUT
+
+    parts = yamlfile.load(ROOT / "params.yaml")["parts"]
+    for experiment, stated in yamlfile.load(LEFT_OUT).items():
+        assert set(stated) <= set(parts[experiment]), experiment
+        assert all(set(row) == {"system", "what", "reason"} for rows in stated.values() for row in rows)
+
+
 def test_a_go_install_minio_is_named_by_its_commit():
     versions = machine.versions({"versions": {"system_versions": {
         "minio": "MinIO DEVELOPMENT.GOGET (github.com/minio/minio v0.0.0-20260212201848-7aac2a2c5b7c)"}}})
@@ -236,3 +264,11 @@ def test_a_share_claim_reads_as_a_percentage_in_the_claims_table():
     ratio = judge("Sec 5.1", "A is faster.", "B / A", 2.5, (2.0, 3.0), above(1.0))
     table = notebook.claims_table(Findings("headline", "", claims=(share, ratio)))
     assert "6.82 [5.41, 8.34]%" in table and "2.5 [2, 3]x" in table and "0.0682" not in table
+
+
+def test_two_instances_of_one_machine_type_are_named_apart_by_the_field_they_differ_in():
+    found = [({"cpu_model": "AMD EPYC", "cpu_id": "family 25 model 17", "kernel": k, "memory_bytes": m}, [part])
+             for k, m, part in [("6.18-v1147", 25276071936, "a"), ("6.18-v1272", 25276194816, "b")]]
+    found.append(({"cpu_model": "Intel Xeon", "cpu_id": "family 6", "kernel": "6.18-v669"}, ["c"]))
+    assert machine._labels(found) == ["AMD EPYC (family 25 model 17), kernel 6.18-v1147",
+                                      "AMD EPYC (family 25 model 17), kernel 6.18-v1272", "Intel Xeon (family 6)"]

@@ -293,4 +293,15 @@ def test_a_speed_up_names_only_the_worker_counts_that_measured_both_loaders():
         rows += epochs("tiledb", "batched", 256, workers, 1.0)
     rows += epochs("tiledb", "per-sample", 256, 0, 3.0)  # per-sample at 2 workers not measured
     text = analysis.analyse(ResultTables({"training": pd.DataFrame(rows)}, {})).markdown
-    assert "| tiledb, batch 256: batched `__getitems__` vs per-sample | 3.00-3.00x faster (over workers 0) |" in text
+    assert ("| tiledb, batch 256: per-sample / batched `__getitems__` epoch time (>1: batched faster) | 3.00x "
+            "(workers 0) |") in text
+
+
+def test_the_remote_vs_local_ratios_run_in_batch_order_whatever_systems_measured_fewer_batches():
+    from storebench.experiments.dl_storage_benchmarking.training import analysis
+
+    rows = epochs("cassandra", "per-sample", 16, 0, 3.0) + epochs("cassandra", "per-sample", 256, 0, 3.0)
+    for batch in (1, 4, 16, 64, 256):  # the pair's whole grid; cassandra (first by name) only 16 and 256
+        rows += epochs("localfs", "per-sample", batch, 0, 1.0) + epochs("redis", "per-sample", batch, 0, 2.0)
+    ratio = analysis.ratios(analysis.summary(pd.DataFrame(rows)))
+    assert ratio.batch_size.tolist() == [1, 4, 16, 64, 256] and ratio.remote_vs_local.round(2).tolist() == [2.0] * 5

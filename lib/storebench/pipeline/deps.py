@@ -388,6 +388,7 @@ def add_contract_stages(doc) -> list[str]:
 
 REFERENCE_YAML = ROOT / "reference" / "dvc.yaml"
 REFERENCE_RESULTS, REFERENCE_REPORTS = "results/reference", "reports/reference"
+REFERENCE_LEFT_OUT = "reference/left_out.yaml"  # what reference parts leave out of a grid: report stages only
 REFERENCE_HEADER = """\
 # The reference results: every experiment at the papers' sizes (the `reference` preset of params.yaml,
 # which extends `paper`), measured stage by stage on this machine and committed; reports/index.html presents
@@ -437,7 +438,8 @@ def reference_stages(main_doc: dict, params: dict) -> dict:
         out = REFERENCE_REPORTS
         stages[f"report_{name}"] = {
             "cmd": cmd, "wdir": "..",
-            "deps": [f"notebooks/{name}.ipynb", *(reference_results(name, p) for p in parts), *library_deps(cmd)],
+            "deps": [f"notebooks/{name}.ipynb", *(reference_results(name, p) for p in parts), REFERENCE_LEFT_OUT,
+                     *library_deps(cmd)],
             "outs": [f"{out}/notebooks/{name}.ipynb", *({f"{out}/{f}": {"cache": False}} for f in
                      (f"{name}.html", f"{name}.findings.json", f"figures/{name}", f"tables/{name}"))],
             "metrics": [{f"{out}/metrics/{name}.json": {"cache": False}}]}

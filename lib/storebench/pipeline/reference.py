@@ -138,7 +138,10 @@ def parts_on_other_machines(experiment: str) -> list[str]:
 def _machine_label(manifest: dict) -> str | None:
     from storebench.report.machine import label
 
-    return label(manifest["machine"]) if manifest.get("machine") else None
+    machine = manifest.get("machine")
+    if not machine:
+        return None
+    return f"{label(machine)}, kernel {machine['kernel']}" if machine.get("kernel") else label(machine)
 
 
 def is_measured(stage: str) -> bool:

@@ -48,12 +48,27 @@ def part_tags(manifest: dict) -> tuple[dict[str, str], str]:
     if len(found) < 2:
         return {}, ""
     tags = {part: f"M{i}" for i, (_, parts) in enumerate(found, 1) for part in parts}
-    return tags, "Machines: " + "; ".join(f"M{i} = {label(m)}" for i, (m, _) in enumerate(found, 1)) + "."
+    return tags, "Machines: " + "; ".join(f"M{i} = {name}" for i, name in enumerate(_labels(found), 1)) + "."
 
 
 def label(machine: dict) -> str:
     """A machine named by its CPU: "AMD EPYC (family 26 model 2 stepping 1)"."""
     return f"{_value('cpu_model', machine.get('cpu_model'))} ({_value('cpu_id', machine.get('cpu_id'))})"
+
+
+def _labels(found: list[tuple[dict, list[str]]]) -> list[str]:
+    """Each machine's ``label``; machines of one CPU (two instances of one VM type, say) also named by the
+    identity fields they differ in (their kernel builds, typically)."""
+    names = [label(m) for m, _ in found]
+    for name in set(names):
+        same = [m for (m, _), n in zip(found, names) if n == name]
+        if len(same) < 2:
+            continue
+        differ = [key for key in IDENTITY_FIELDS if len({_value(key, m.get(key)) for m in same}) > 1]
+        names = [n if n != name else f"{n}, " + ", ".join(f"{key.replace('_', ' ')} {_value(key, m.get(key))}"
+                                                          for key in differ)
+                 for (m, _), n in zip(found, names)]
+    return names
 
 
 def mixed_note(manifest: dict) -> str:
@@ -67,7 +82,7 @@ def mixed_note(manifest: dict) -> str:
 
 
 def _parts_by_machine(found: list[tuple[dict, list[str]]]) -> str:
-    return "; ".join(f"{label(m)}: {', '.join(parts)}" for m, parts in found)
+    return "; ".join(f"{name}: {', '.join(parts)}" for name, (_, parts) in zip(_labels(found), found))
 
 
 def judged_within_machines(analyse: Callable[[ResultTables], Findings], tables: ResultTables) -> Findings:
@@ -155,6 +170,7 @@ def parts(manifest: dict) -> list[dict]:
         load, cpu = run.get("load_avg_1m") or {}, (run.get("machine") or {}).get("cpu_model")
         rows.append({"part": part, "started (UTC)": _value("started_utc", run.get("started_utc"))[:19].replace("T", " "),
                      "duration (s)": run.get("duration_s"), "CPU": _value("cpu_model", cpu),
+                     "kernel": _value("kernel", (run.get("machine") or {}).get("kernel")),
                      "git revision": _value("git_rev", run.get("git_rev")),
                      "load (max / mean)": f"{load['max']:.1f} / {load['mean']:.1f}" if load else NOT_RECORDED,
                      "run id": _value("run_id", run.get("run_id"))})

@@ -18,6 +18,7 @@ import pandas as pd
 from storebench.core.experiment import ResultTables
 from storebench.experiments import experiment, step
 from storebench.paths import REPORTS_DIR, ROOT
+from storebench.pipeline import yamlfile
 from storebench.report import findings as recorded_findings, machine, metrics as report_metrics
 from storebench.report.findings import VERDICT_COLOURS, Findings
 from storebench.report.tables import ReportTables, readable, readable_frame, readable_text, show_tables_whole
@@ -26,6 +27,7 @@ logging.captureWarnings(True)  # warnings go to the log (stderr, which the rende
 show_tables_whole()  # every report notebook imports this module: whole tables, readable numbers
 
 RESULTS_DIR = ROOT / "results"
+LEFT_OUT = ROOT / "reference" / "left_out.yaml"  # what reference parts leave out of a grid, and why
 MEASURING_RUNNER = "storebench.pipeline.run"  # not followed by storebench.pipeline.deps for report stages
 
 
@@ -233,13 +235,24 @@ def settings(tables: ResultTables) -> pd.DataFrame:
     return pd.DataFrame([(k, str(v)) for k, v in tables.settings.items()], columns=["setting", "value"])
 
 
-def skipped(tables: ResultTables) -> pd.DataFrame:
-    """What was not measured, and why (the ``skipped`` table), with the run's notes."""
+def skipped(tables: ResultTables, left_out_file: Path = LEFT_OUT) -> pd.DataFrame:
+    """What was not measured, and why (the ``skipped`` table and, for a reference measurement, what its
+    parts leave out of the grid), with the run's notes."""
     frame = tables.get("skipped", pd.DataFrame(columns=["system", "location", "what", "reason"]))
     notes = tables.get("notes")
-    if notes is not None and len(notes):
-        frame = pd.concat([frame, _notes(notes)], ignore_index=True)
-    return frame.fillna("")
+    extra = [left_out(tables.manifest, left_out_file)] + ([_notes(notes)] if notes is not None and len(notes) else [])
+    extra = [e for e in extra if len(e)]
+    return (pd.concat([frame, *extra], ignore_index=True) if extra else frame).fillna("")
+
+
+def left_out(manifest: dict, path: Path = LEFT_OUT) -> pd.DataFrame:
+    """What the measured parts of a reference measurement leave out of the experiment's grid, and why, as
+    reference/left_out.yaml states it (nothing for another preset's measurement)."""
+    if manifest.get("scale") != "reference" or not path.exists():
+        return pd.DataFrame()
+    stated = (yamlfile.load(path) or {}).get(manifest.get("experiment")) or {}
+    measured = set(manifest.get("parts") or [manifest.get("part")])
+    return pd.DataFrame([{**row, "part": part} for part, rows in stated.items() if part in measured for row in rows])
 
 
 def _notes(notes: pd.DataFrame) -> pd.DataFrame:

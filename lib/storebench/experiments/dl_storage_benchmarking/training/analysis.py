@@ -39,12 +39,14 @@ def table(summary: pd.DataFrame, value: str = "epoch") -> pd.DataFrame:
     frame = summary.copy()
     frame["cell"] = [f"{m:.3g} ± {c:.2g}" if pd.notna(c) else f"{m:.3g}"
                      for m, c in zip(frame[f"{value}_mean"], frame[f"{value}_ci95"])]
-    return frame.pivot_table(index=["emulated_compute_s", "system", "loader", "workers"], columns="batch_size",
+    wide = frame.pivot_table(index=["emulated_compute_s", "system", "loader", "workers"], columns="batch_size",
                              values="cell", aggfunc="first", sort=False)
+    return wide[sorted(wide.columns)]  # batch sizes in order, whichever system measured which first
 
 
 def ratios(summary: pd.DataFrame, local: str = LOCAL, remote: str = REMOTE) -> pd.DataFrame:
-    """Per (emulated compute, loader, batch, workers): remote/local epoch time; all within one run."""
+    """Per (emulated compute, loader, batch, workers): remote/local epoch time; all within one run. Rows
+    in batch order within each loader and worker count (parts may have measured the batches in any order)."""
     keys = CONFIG_KEYS[3:] + ["system"]  # loader, batch_size, workers, emulated_compute_s, system
     s = summary.drop_duplicates(keys).set_index(keys)["epoch_mean"]
     present = set(s.index)
@@ -54,7 +56,7 @@ def ratios(summary: pd.DataFrame, local: str = LOCAL, remote: str = REMOTE) -> p
         if (loader, b, w, c, local) in present and (loader, b, w, c, remote) in present:
             row["remote_vs_local"] = s[(loader, b, w, c, remote)] / s[(loader, b, w, c, local)]
         out.append(row)
-    return pd.DataFrame(out)
+    return pd.DataFrame(out).sort_values(["emulated_compute_s", "loader", "workers", "batch_size"], ignore_index=True)
 
 
 def batched_speedup(summary: pd.DataFrame) -> pd.DataFrame:
@@ -298,9 +300,9 @@ def findings(summary: pd.DataFrame, claims: tuple = (), local: str = LOCAL, remo
     if "batched_speedup" in speed:
         at = speed[speed.batch_size == batch[-1]].dropna(subset=["batched_speedup"])  # both loaders measured
         for system, g in at.groupby("system", sort=False):
-            lines.append(f"| {system}, batch {batch[-1]}: batched `__getitems__` vs per-sample | "
-                         f"{g.batched_speedup.min():.2f}-{g.batched_speedup.max():.2f}x faster (over workers "
-                         f"{', '.join(map(str, g.workers))}) | future work |")
+            lines.append(f"| {system}, batch {batch[-1]}: per-sample / batched `__getitems__` epoch time (>1: batched "
+                         f"faster) | {_span(g.batched_speedup, '.2f', 'x')} (workers {', '.join(map(str, g.workers))}) "
+                         f"| future work |")
         if len(at):
             r = at[at.system == remote] if (at.system == remote).any() else at
             headline += (f"; batched __getitems__ up to {r.batched_speedup.max():.1f}x faster at batch {batch[-1]} "
