@@ -2,7 +2,7 @@
 was faster, and says nothing when none was."""
 import pandas as pd
 
-from storebench.experiments.dl_storage_benchmarking.location.analysis import _warm_disk_vs_tmpfs, ratios
+from storebench.experiments.dl_storage_benchmarking.location.analysis import _warm_disk_vs_tmpfs, ratios, samples_read
 
 
 def summary(memory_s: float, warm_s: float) -> pd.DataFrame:
@@ -17,3 +17,8 @@ def test_names_the_pairs_where_a_warm_disk_beat_tmpfs():
 
 def test_says_nothing_when_memory_was_faster():
     assert _warm_disk_vs_tmpfs(ratios(summary(memory_s=1.0, warm_s=2.0))) == ""
+
+
+def test_the_headline_counts_each_datasets_samples():
+    rows = pd.DataFrame({"dataset": ["cifar10", "mnist", "cifar10"], "n_samples": [50_000, 60_000, 50_000]})
+    assert samples_read(rows) == "50,000 cifar10 / 60,000 mnist samples"

@@ -86,7 +86,7 @@ def figure(summary: pd.DataFrame):
     return fig
 
 
-def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None = None,
+def findings(summary: pd.DataFrame, samples: str, methods: pd.DataFrame | None = None,
              with_server: set[str] = frozenset(), claims: tuple = ()) -> Findings:
     """``methods``: ``cold_methods(rows)``, for the server restart times; ``with_server``: ``servers(...)``."""
     r = ratios(summary)
@@ -108,7 +108,7 @@ def findings(summary: pd.DataFrame, n_samples: int, methods: pd.DataFrame | None
     servers = seq_m[[s for s in seq_m.index if s in with_server]]
     cold = r["disk-cold_vs_memory"] if "disk-cold_vs_memory" in r else pd.Series(dtype=float)
     theirs = ref.disk_vs_memory.dropna()
-    headline = (f"Sequential one-by-one reads ({n_samples} samples): a cold local disk costs "
+    headline = (f"Sequential one-by-one reads ({samples}): a cold local disk costs "
                 f"{number(cold.min(), '.1f')}x to {number(cold.max(), '.1f')}x the in-memory time across systems; "
                 f"the paper saw {theirs.min():.2f}x to {theirs.max():.1f}x between memory and HDD.")
     text = "\n".join([
@@ -183,12 +183,17 @@ def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
     return tuple(metrics)
 
 
+def samples_read(rows: pd.DataFrame) -> str:
+    """Each dataset's samples a pass reads, e.g. "60,000 mnist / 50,000 cifar10 samples"."""
+    per_dataset = rows.groupby("dataset", sort=False).n_samples.first()
+    return " / ".join(f"{int(n):,} {dataset}" for dataset, n in per_dataset.items()) + " samples"
+
+
 def analyse(tables: ResultTables) -> Findings:
     rows = tables["location"]
     table, with_server = summary(rows), servers(tables["systems"])
     methods = cold_methods(rows, tables.get("cold_method_names"))
-    n_samples = int(rows.n_samples.iloc[0]) if len(rows) else 0
-    return findings(table, n_samples, methods, with_server, claims(table, with_server))
+    return findings(table, samples_read(rows), methods, with_server, claims(table, with_server))
 
 
 def figures(tables: ResultTables) -> dict:
