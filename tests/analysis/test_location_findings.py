@@ -2,7 +2,9 @@
 was faster, and says nothing when none was."""
 import pandas as pd
 
-from storebench.experiments.dl_storage_benchmarking.location.analysis import _warm_disk_vs_tmpfs, ratios, samples_read
+from storebench.experiments.dl_storage_benchmarking.location.analysis import (
+    QUERIES_PER_CONTEXT, _warm_disk_vs_tmpfs, ratios, samples_read, tiledb_context_renewal)
+from storebench.stores import tiledb as tiledb_store
 
 
 def summary(memory_s: float, warm_s: float) -> pd.DataFrame:
@@ -22,3 +24,15 @@ def test_says_nothing_when_memory_was_faster():
 def test_the_headline_counts_each_datasets_samples():
     rows = pd.DataFrame({"dataset": ["cifar10", "mnist", "cifar10"], "n_samples": [50_000, 60_000, 50_000]})
     assert samples_read(rows) == "50,000 cifar10 / 60,000 mnist samples"
+
+
+def test_the_flag_uses_the_stores_renewal_interval():
+    assert QUERIES_PER_CONTEXT == tiledb_store.QUERIES_PER_CONTEXT
+
+
+def test_tiledb_passes_that_renew_the_context_are_flagged_and_short_ones_are_not():
+    def rows(n_requests):
+        return pd.DataFrame({"system": ["tiledb-array", "redis"], "n_requests": [n_requests, 10**6]})
+    assert "tiledb-array" in tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
+    assert "redis" not in tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
+    assert tiledb_context_renewal(rows(QUERIES_PER_CONTEXT)) == ""

@@ -13,6 +13,9 @@ from storebench.report.findings import (Findings, Cause, above, below, judge_met
                                         ratio_rows)
 from storebench.report.tables import number
 
+# stores/tiledb.py's QUERIES_PER_CONTEXT; not imported, since that would make this report depend on every store
+QUERIES_PER_CONTEXT = 10_000
+
 ORDER = ["memory", "disk-warm", "disk-cold-pagecache", "disk-cold"]
 
 
@@ -87,7 +90,7 @@ def figure(summary: pd.DataFrame):
 
 
 def findings(summary: pd.DataFrame, samples: str, methods: pd.DataFrame | None = None,
-             with_server: set[str] = frozenset(), claims: tuple = ()) -> Findings:
+             with_server: set[str] = frozenset(), claims: tuple = (), caveat: str = "") -> Findings:
     """``methods``: ``cold_methods(rows)``, for the server restart times; ``with_server``: ``servers(...)``."""
     r = ratios(summary)
     ref = paper_reference()
@@ -131,6 +134,7 @@ def findings(summary: pd.DataFrame, samples: str, methods: pd.DataFrame | None =
         _restart_times(methods),
         _warm_disk_vs_tmpfs(r),
         _dataset_ratio(summary),
+        caveat,
     ])
     return Findings(headline, text, overview_metrics(summary), claims)
 
@@ -183,6 +187,20 @@ def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
     return tuple(metrics)
 
 
+def tiledb_context_renewal(rows: pd.DataFrame) -> str:
+    """Flags TileDB passes long enough to renew the client's context mid-pass (stores/tiledb.py), which
+    slows the reads after it while the harness keeps the pass's answers: a known defect, not yet fixed."""
+    long_passes = rows[rows.system.str.startswith("tiledb") & (rows.n_requests > QUERIES_PER_CONTEXT)]
+    if not len(long_passes):
+        return ""
+    systems = ", ".join(sorted(long_passes.system.unique()))
+    return (f"**Known defect ({systems}):** a pass of more than {QUERIES_PER_CONTEXT:,} requests renews the "
+            "TileDB context mid-pass, and with the pass's answers kept for verification the reads after the "
+            "renewal run far slower than those before it (found after these parts were measured; issue 24's "
+            "stop-73 note). These one-by-one TileDB figures overstate TileDB's own cost until the renewal is "
+            "fixed and the parts re-measured; `full` reads (one query) are not affected.")
+
+
 def samples_read(rows: pd.DataFrame) -> str:
     """Each dataset's samples a pass reads, e.g. "60,000 mnist / 50,000 cifar10 samples"."""
     per_dataset = rows.groupby("dataset", sort=False).n_samples.first()
@@ -193,7 +211,8 @@ def analyse(tables: ResultTables) -> Findings:
     rows = tables["location"]
     table, with_server = summary(rows), servers(tables["systems"])
     methods = cold_methods(rows, tables.get("cold_method_names"))
-    return findings(table, samples_read(rows), methods, with_server, claims(table, with_server))
+    return findings(table, samples_read(rows), methods, with_server, claims(table, with_server),
+                    tiledb_context_renewal(rows))
 
 
 def figures(tables: ResultTables) -> dict:
