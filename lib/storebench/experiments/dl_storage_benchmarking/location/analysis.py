@@ -194,7 +194,7 @@ def tiledb_context_renewal(rows: pd.DataFrame) -> str:
     if not len(long_passes):
         return ""
     systems = ", ".join(sorted(long_passes.system.unique()))
-    return (f"**Known defect ({systems}):** a pass of more than {QUERIES_PER_CONTEXT:,} requests renews the "
+    return (f"\n**Known defect ({systems}):** a pass of more than {QUERIES_PER_CONTEXT:,} requests renews the "
             "TileDB context mid-pass, and with the pass's answers kept for verification the reads after the "
             "renewal run far slower than those before it (found after these parts were measured; issue 24's "
             "stop-73 note). These one-by-one TileDB figures overstate TileDB's own cost until the renewal is "
