@@ -196,9 +196,10 @@ def tiledb_context_renewal(rows: pd.DataFrame) -> str:
     systems = ", ".join(sorted(long_passes.system.unique()))
     return (f"\n**Known defect ({systems}):** a pass of more than {QUERIES_PER_CONTEXT:,} requests renews the "
             "TileDB context mid-pass, and with the pass's answers kept for verification the reads after the "
-            "renewal run far slower than those before it (found after these parts were measured; issue 24's "
-            "stop-73 note). These one-by-one TileDB figures overstate TileDB's own cost until the renewal is "
-            "fixed and the parts re-measured; `full` reads (one query) are not affected.")
+            "renewal ran far slower than those before it in a probe of tiledb-array (found after these parts were "
+            "measured; issue 24's stop-73 note; the bytes layout renews the same way but was not probed). Until the "
+            "renewal is fixed and the parts re-measured, read these one-by-one figures as an upper bound on "
+            "TileDB's own cost; `full` reads (one query) are not affected.")
 
 
 def samples_read(rows: pd.DataFrame) -> str:
