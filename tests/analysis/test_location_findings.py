@@ -3,7 +3,7 @@ was faster, and says nothing when none was."""
 import pandas as pd
 
 from storebench.experiments.dl_storage_benchmarking.location.analysis import (
-    QUERIES_PER_CONTEXT, _warm_disk_vs_tmpfs, ratios, samples_read, tiledb_context_renewal)
+    MALLOC_TRIM_OFF, QUERIES_PER_CONTEXT, _warm_disk_vs_tmpfs, ratios, samples_read, tiledb_context_renewal)
 from storebench.stores import tiledb as tiledb_store
 
 
@@ -26,13 +26,17 @@ def test_the_headline_counts_each_datasets_samples():
     assert samples_read(rows) == "50,000 cifar10 / 60,000 mnist samples"
 
 
-def test_the_flag_uses_the_stores_renewal_interval():
+def test_the_flag_uses_the_stores_renewal_interval_and_config():
     assert QUERIES_PER_CONTEXT == tiledb_store.QUERIES_PER_CONTEXT
+    assert MALLOC_TRIM_OFF == tiledb_store.context_config_summary()
 
 
-def test_tiledb_passes_that_renew_the_context_are_flagged_and_short_ones_are_not():
-    def rows(n_requests):
-        return pd.DataFrame({"system": ["tiledb-array", "redis"], "n_requests": [n_requests, 10**6]})
-    assert "tiledb-array" in tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
-    assert "redis" not in tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
+def test_tiledb_passes_that_renewed_the_context_before_the_fix_are_flagged_and_others_are_not():
+    def rows(n_requests, config="tiledb 0.36.1, as installed; 64 samples per tile"):
+        return pd.DataFrame({"system": ["tiledb-array", "redis"], "n_requests": [n_requests, 10**6],
+                             "client_config": [config, "redis"], "dataset": ["mnist"] * 2,
+                             "location": ["memory", "disk-warm"]})
+    flag = tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
+    assert "tiledb-array; mnist memory" in flag and "redis" not in flag
     assert tiledb_context_renewal(rows(QUERIES_PER_CONTEXT)) == ""
+    assert tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1, f"tiledb 0.36.1; {MALLOC_TRIM_OFF}")) == ""

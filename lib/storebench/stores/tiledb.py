@@ -23,6 +23,12 @@ TILE_SAMPLES = 64  # samples per data tile the bytes layout aims at, whatever th
 # would hold tens of GB. A reader swaps in a fresh context every this many queries (~10 s of point reads
 # here; a swap costs ~1 ms and empties the 10 MiB read-ahead cache, which refills within a read or two).
 QUERIES_PER_CONTEXT = 10_000
+# TileDB calls malloc_trim when a query ends (``sm.mem.malloc_trim``, on by default). Once a renewal has freed
+# the old context's memory amid what the caller still holds (the timed loop keeps every answer until its pass
+# ends), each trim walks and returns those freed pages and the next query faults them back: a point read went
+# from 1.6 to 21-29 ms here (TileDB 2.30, 60,000 x 28 x 28 array, reads past the 10,000th). Off, reads stay at
+# 1.4-1.6 ms across renewals and memory is reused. Every context of the suite sets it; client_config says so.
+CONTEXT_CONFIG = {"sm.mem.malloc_trim": "false"}
 
 
 def _version() -> str:
@@ -30,14 +36,19 @@ def _version() -> str:
 
 
 def _context(read_ahead_cache_bytes: int | None = None) -> "tiledb.Ctx":
-    """A TileDB context. TileDB 2.30 has no tile cache any more (``sm.tile_cache_size``, 10 MB by
-    default in the seed's day, is gone); its one cache is the VFS read-ahead cache
+    """A TileDB context with CONTEXT_CONFIG. TileDB 2.30 has no tile cache any more (``sm.tile_cache_size``,
+    10 MB by default in the seed's day, is gone); its one cache is the VFS read-ahead cache
     (``vfs.read_ahead_cache_size``, 10 MiB by default), which ``read_ahead_cache_bytes`` sets."""
-    if read_ahead_cache_bytes is None:
-        return tiledb.Ctx()
-    if read_ahead_cache_bytes < 0:
-        raise ValueError(f"read_ahead_cache_bytes must be >= 0, got {read_ahead_cache_bytes}")
-    return tiledb.Ctx(tiledb.Config({"vfs.read_ahead_cache_size": str(int(read_ahead_cache_bytes))}))
+    config = dict(CONTEXT_CONFIG)
+    if read_ahead_cache_bytes is not None:
+        if read_ahead_cache_bytes < 0:
+            raise ValueError(f"read_ahead_cache_bytes must be >= 0, got {read_ahead_cache_bytes}")
+        config["vfs.read_ahead_cache_size"] = str(int(read_ahead_cache_bytes))
+    return tiledb.Ctx(tiledb.Config(config))
+
+
+def context_config_summary() -> str:
+    return ", ".join(f"{key}={value}" for key, value in CONTEXT_CONFIG.items())
 
 
 class FreshContexts:
@@ -198,7 +209,7 @@ class TileDBStore(FreshContexts, Store):
         return _version()
 
     def client_config(self):
-        return f"{super().client_config()}; sparse, {self.tile} cells per tile"
+        return f"{super().client_config()}; sparse, {self.tile} cells per tile; {context_config_summary()}"
 
     @classmethod
     def layout_for(cls, samples_per_object: int) -> dict:
@@ -215,7 +226,7 @@ class TileDBArrayStore(FreshContexts, ArrayStore):
 
     def __init__(self, root, samples_per_chunk: int = TILE_SAMPLES):
         super().__init__(root, samples_per_chunk)
-        self.ctx = tiledb.Ctx()
+        self.ctx = _context()
         self.images_uri = str(self.root / "images")
         self.labels_uri = str(self.root / "labels")
         self._readers = ThreadHandles(lambda: (tiledb.open(self.images_uri, "r", ctx=self.ctx),
@@ -274,13 +285,16 @@ class TileDBArrayStore(FreshContexts, ArrayStore):
 
     def reopen(self):
         self.close()
-        self.ctx = tiledb.Ctx()
+        self.ctx = _context()
         if tiledb.array_exists(self.images_uri, ctx=self.ctx):
             self._open()
 
     def _renew(self):
-        self.ctx = tiledb.Ctx()
+        self.ctx = _context()
         self._readers.renew()
+
+    def client_config(self):
+        return f"{super().client_config()}; {context_config_summary()}"
 
     def close(self):
         self._readers.close()

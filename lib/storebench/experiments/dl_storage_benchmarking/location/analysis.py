@@ -15,6 +15,7 @@ from storebench.report.tables import number
 
 # stores/tiledb.py's QUERIES_PER_CONTEXT; not imported, since that would make this report depend on every store
 QUERIES_PER_CONTEXT = 10_000
+MALLOC_TRIM_OFF = "sm.mem.malloc_trim=false"  # in the client_config of TileDB rows measured since the fix
 
 ORDER = ["memory", "disk-warm", "disk-cold-pagecache", "disk-cold"]
 
@@ -188,18 +189,20 @@ def overview_metrics(summary: pd.DataFrame, dataset: str = "mnist") -> tuple:
 
 
 def tiledb_context_renewal(rows: pd.DataFrame) -> str:
-    """Flags TileDB passes long enough to renew the client's context mid-pass (stores/tiledb.py), which
-    slows the reads after it while the harness keeps the pass's answers: a known defect, not yet fixed."""
-    long_passes = rows[rows.system.str.startswith("tiledb") & (rows.n_requests > QUERIES_PER_CONTEXT)]
+    """Flags TileDB passes measured before the per-query malloc_trim was turned off (stores/tiledb.py,
+    CONTEXT_CONFIG; their client_config does not name it) and long enough to renew the context mid-pass."""
+    old = ~rows.client_config.fillna("").str.contains(MALLOC_TRIM_OFF, regex=False)
+    long_passes = rows[rows.system.str.startswith("tiledb") & (rows.n_requests > QUERIES_PER_CONTEXT) & old]
     if not len(long_passes):
         return ""
     systems = ", ".join(sorted(long_passes.system.unique()))
-    return (f"\n**Known defect ({systems}):** a pass of more than {QUERIES_PER_CONTEXT:,} requests renews the "
-            "TileDB context mid-pass, and with the pass's answers kept for verification the reads after the "
-            "renewal ran far slower than those before it in a probe of tiledb-array (found after these parts were "
-            "measured; issue 24's stop-73 note; the bytes layout renews the same way but was not probed). Until the "
-            "renewal is fixed and the parts re-measured, read these one-by-one figures as an upper bound on "
-            "TileDB's own cost; `full` reads (one query) are not affected.")
+    cells = ", ".join(sorted(f"{d} {loc}" for d, loc in set(zip(long_passes.dataset, long_passes.location))))
+    return (f"\n**Known defect ({systems}; {cells}):** measured before TileDB's per-query `malloc_trim` was turned "
+            f"off. A pass of more than {QUERIES_PER_CONTEXT:,} requests renews the TileDB context mid-pass; the "
+            "renewal frees the old context's memory amid the answers the harness keeps for verification, and from "
+            "then on each query's trim made the reads far slower than those before it (a probe of tiledb-array; "
+            "issue 24's stop-73 and stop-74 notes). Read these one-by-one figures as an upper bound on TileDB's own "
+            "cost until the parts are re-measured; `full` reads (one query) are not affected.")
 
 
 def samples_read(rows: pd.DataFrame) -> str:
