@@ -127,6 +127,44 @@ def test_imports_inside_functions_and_registry_paths_are_followed():
     assert {"storebench.stores.base", "storebench.stores.redis"} <= found
 
 
+def reference_deps(experiment: str, part: str) -> set[str]:
+    return set(pipeline.library_deps(f"python -m storebench.pipeline.run measure {experiment} --scale reference "
+                                     f"--part {part} --results results/reference"))
+
+
+def test_a_part_depends_on_the_stores_it_opens_and_not_on_the_others():
+    cassandra = reference_deps("location", "cassandra-mnist-warm")
+    tiledb = reference_deps("location", "tiledb-mnist-memory")
+    assert "lib/storebench/stores/cassandra.py" in cassandra and "lib/storebench/stores/tiledb.py" not in cassandra
+    assert "lib/storebench/stores/tiledb.py" in tiledb and "lib/storebench/stores/cassandra.py" not in tiledb
+    assert {"lib/storebench/stores/__init__.py", "lib/storebench/stores/base.py"} <= cassandra & tiledb
+
+
+def test_an_experiment_that_may_open_any_store_depends_on_every_store():
+    from storebench.stores import STORES
+
+    every = {f"lib/{t.partition(':')[0].replace('.', '/')}.py" for t in STORES.values()}
+    assert "calibration" not in pipeline.STORES_OPENED
+    assert every <= set(pipeline.library_deps("python -m storebench.pipeline.run measure calibration --scale reference"))
+
+
+def test_a_store_module_imported_directly_stays_a_dependency_though_unopened():
+    files = pipeline.closure({"storebench.stores.tables"}, unopened_stores=frozenset({"storebench.stores.tiledb"}))
+    assert ROOT / "lib/storebench/stores/tiledb.py" in files
+
+
+def test_the_fixed_stores_named_beside_the_settings_are_those_the_code_opens():
+    import inspect
+
+    from storebench.experiments.dl_storage_benchmarking.access_pattern import measure as access_pattern
+    from storebench.experiments.dl_storage_benchmarking.breakdown import measure as breakdown
+
+    harness = inspect.signature(access_pattern.harness_check).parameters["systems"].default
+    opened = pipeline.STORES_OPENED["access_pattern"]
+    assert set(harness) <= set(opened({"systems": ["redis"]})) and set(opened({"systems": ["redis"], "harness_check": False})) == {"redis"}
+    assert breakdown.LOCAL_READ_SYSTEM in pipeline.STORES_OPENED["breakdown"]({"systems": ["redis"]})
+
+
 def test_a_registered_experiment_without_stages_gets_its_measurement_and_report_stages():
     from ruamel.yaml import YAML
 

@@ -4,7 +4,8 @@ experiment's module re-runs that experiment only.
 A stage's library dependencies are the modules its command runs (``python -m storebench.X``) and,
 for a notebook stage, the modules the notebook imports, closed over every ``import`` they make
 (also those inside functions, which run when the function does) and every module the store and
-service registries name by dotted path. A stage whose closure starts servers also depends on their
+service registries name by dotted path (of the store registry, a measurement of an experiment in
+STORES_OPENED follows only the stores its settings open). A stage whose closure starts servers also depends on their
 configuration templates (``env/conf``).
 
 A notebook stage's params are its own section and its own entry under each scale preset, plus
@@ -80,8 +81,10 @@ def with_parents(module: str) -> set[str]:
 MEASURING_RUNNER = f"{PACKAGE}.pipeline.run"
 
 
-def closure(modules: set[str], stop: frozenset[str] = frozenset()) -> set[Path]:
-    """Every library file that importing ``modules`` can run (not following into ``stop``)."""
+def closure(modules: set[str], stop: frozenset[str] = frozenset(),
+            unopened_stores: frozenset[str] = frozenset()) -> set[Path]:
+    """Every library file that importing ``modules`` can run (not following into ``stop``, nor from the
+    store registry into ``unopened_stores``: store modules a run loads only by name, and never asks for)."""
     todo = set().union(*(with_parents(m) for m in modules)) if modules else set()
     seen: set[str] = set()
     while todo:
@@ -92,9 +95,58 @@ def closure(modules: set[str], stop: frozenset[str] = frozenset()) -> set[Path]:
         path = module_file(module)
         if path is None:
             continue
-        for name in imported_modules(path.read_text(), module, path.name == "__init__.py"):
+        names = imported_modules(path.read_text(), module, path.name == "__init__.py")
+        if module == STORE_REGISTRY:
+            names = names - unopened_stores
+        for name in names:
             todo |= with_parents(name) - seen
     return {module_file(m) for m in seen if module_file(m) is not None}
+
+
+STORE_REGISTRY = f"{PACKAGE}.stores"
+
+# The registry's stores a measurement opens, from its settings, for the experiments whose measure code
+# opens no other (read there: the systems it sweeps, plus the fixed ones named); a measurement of any
+# other experiment may open any store. So a change to one store's module makes stale only the stages
+# and reference parts that open that store.
+STORES_OPENED = {
+    "location": lambda c: c["systems"],
+    "format": lambda c: c["systems"],
+    "granularity": lambda c: c["systems"],
+    "training": lambda c: c["systems"],
+    "breakdown": lambda c: [*c["systems"], "localfs"],  # breakdown.measure.LOCAL_READ_SYSTEM
+    # access_pattern.measure.harness_check's stores, when the part runs it (its default: on)
+    "access_pattern": lambda c: [*c["systems"], *(("rocksdb", "localfs") if c.get("harness_check", True) else ())],
+    "cassandra_loader": lambda c: [*c["systems"], *c.get("feed_systems", [])],
+}
+
+
+def unopened_stores(cmd: str) -> frozenset[str]:
+    """The store modules a measurement command never opens (none known for commands of other kinds, or of
+    experiments outside STORES_OPENED)."""
+    words = cmd.split()
+    if f"{PACKAGE}.pipeline.run" not in words or words[words.index(f"{PACKAGE}.pipeline.run") + 1:][:1] != ["measure"]:
+        return frozenset()
+    name = words[words.index("measure") + 1]
+    if name not in STORES_OPENED:
+        return frozenset()
+    from storebench.core.settings import merged, part_overrides
+    from storebench.stores import STORES
+
+    params = _params()
+    scale = words[words.index("--scale") + 1] if "--scale" in words else None
+    scale = params.get("scale") if scale in (None, "${scale}") else scale
+    part = words[words.index("--part") + 1] if "--part" in words else None
+    config, _ = merged(name, scale, params, part_overrides(params, name, part))
+    opened = STORES_OPENED[name](config)
+    if not set(opened) <= set(STORES):  # a store given by dotted path, or a typo the run itself will refuse
+        return frozenset()
+    opened = {_store_module(STORES[s]) for s in opened}
+    return frozenset({_store_module(target) for target in STORES.values()} - opened)
+
+
+def _store_module(target: str) -> str:
+    return target.partition(":")[0]
 
 
 def notebook_source(path: Path) -> str:
@@ -142,7 +194,8 @@ def is_report_stage(cmd: str) -> bool:
 def library_deps(cmd: str) -> list[str]:
     """The repo-relative library files (and server configs) a stage command depends on."""
     modules, _ = command_modules(cmd)
-    files = closure(modules, frozenset({MEASURING_RUNNER}) if is_report_stage(cmd) else frozenset())
+    files = closure(modules, frozenset({MEASURING_RUNNER}) if is_report_stage(cmd) else frozenset(),
+                    unopened_stores(cmd))
     deps = sorted(str(p.relative_to(ROOT)) for p in files)
     if any(f"/{PACKAGE}/services/" in f"/{d}" for d in deps):
         deps.append(SERVER_CONFIGS)
