@@ -37,6 +37,6 @@ def test_tiledb_passes_that_renewed_the_context_before_the_fix_are_flagged_and_o
                              "client_config": [config, "redis"], "dataset": ["mnist"] * 2,
                              "location": ["memory", "disk-warm"]})
     flag = tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1))
-    assert "tiledb-array; mnist memory" in flag and "redis" not in flag
+    assert "(tiledb-array: mnist memory)" in flag and "redis" not in flag
     assert tiledb_context_renewal(rows(QUERIES_PER_CONTEXT)) == ""
     assert tiledb_context_renewal(rows(QUERIES_PER_CONTEXT + 1, f"tiledb 0.36.1; {MALLOC_TRIM_OFF}")) == ""

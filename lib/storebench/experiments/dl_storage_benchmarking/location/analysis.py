@@ -195,9 +195,9 @@ def tiledb_context_renewal(rows: pd.DataFrame) -> str:
     long_passes = rows[rows.system.str.startswith("tiledb") & (rows.n_requests > QUERIES_PER_CONTEXT) & old]
     if not len(long_passes):
         return ""
-    systems = ", ".join(sorted(long_passes.system.unique()))
-    cells = ", ".join(sorted(f"{d} {loc}" for d, loc in set(zip(long_passes.dataset, long_passes.location))))
-    return (f"\n**Known defect ({systems}; {cells}):** measured before TileDB's per-query `malloc_trim` was turned "
+    cells = "; ".join(f"{system}: " + ", ".join(sorted({f"{d} {loc}" for d, loc in zip(group.dataset, group.location)}))
+                      for system, group in long_passes.groupby("system"))
+    return (f"\n**Known defect ({cells}):** measured before TileDB's per-query `malloc_trim` was turned "
             f"off. A pass of more than {QUERIES_PER_CONTEXT:,} requests renews the TileDB context mid-pass; the "
             "renewal frees the old context's memory amid the answers the harness keeps for verification, and from "
             "then on each query's trim made the reads far slower than those before it (a probe of tiledb-array; "
