@@ -65,6 +65,21 @@ def test_wrong_minio_secret_is_an_authentication_error(tmp_path):
             get_store_class("minio")(endpoint)
 
 
+@pytest.mark.server
+def test_an_s3_error_on_a_read_names_the_server(tmp_path):
+    """The server answers a GET with an S3 error other than a missing key (here NoSuchBucket: the bucket was
+    removed under the store): the error names the server's address beside its code, not only the object."""
+    with local_service("minio", tmp_path, "disk", port=FAULT_PORT["minio"]) as svc:
+        store = get_store_class("minio")(svc.endpoint(), namespace="gone")
+        store.put_many([(0, b"x")])
+        store.admin.remove_object(store.bucket, "000000000000")
+        store.admin.remove_bucket(store.bucket)
+        with pytest.raises(ConnectionError, match=r"^minio at 127\.0\.0\.1:9090: the server failed the request "
+                                                  r"\(S3Error: .*code: NoSuchBucket"):
+            store.get(0)
+        store.close()
+
+
 def test_unreachable_server_is_a_clear_connection_error():
     with pytest.raises(StoreConnectionError, match="redis at 127.0.0.1:6391: cannot connect"):
         get_store_class("redis")({"host": "127.0.0.1", "port": 6391, "password": "x"})
@@ -248,8 +263,8 @@ def test_a_server_restarted_during_a_loader_epoch_rides_through_verified_or_fail
     """MinIO restarted (stopped, started on the same data) while a DataLoader epoch reads from it: either the
     epoch completes with every sample verified and in its planned place, or it fails with an error naming the
     server's address and the connection, or with MinIO's own S3 error for the request it was answering as it
-    stopped (its code and the object named: MinIO answers an in-flight GET with ClientDisconnected); never a short
-    or wrong epoch. (Today it fails: the S3 clients do not retry, by design, so that a fault is never hidden.)"""
+    stopped (the server, its code and the object named: MinIO answers an in-flight GET with ClientDisconnected);
+    never a short or wrong epoch. (Today it fails: the S3 clients do not retry, by design, so that a fault is never hidden.)"""
     from storebench import loaders
 
     with local_service("minio", tmp_path / "minio", "disk", port=FAULT_PORT["minio"]) as svc:
@@ -266,11 +281,11 @@ def test_a_server_restarted_during_a_loader_epoch_rides_through_verified_or_fail
                 got.extend(labels.tolist())
         except Exception as error:  # noqa: BLE001 - the failure must say what failed
             chain = f"{type(error).__name__}: {error} {error.__cause__ or ''}".lower()
+            assert re.search(rf"(port=|:){FAULT_PORT['minio']}\b", chain), chain  # the server it lost, always
             if "s3error" in chain:  # the server's answer to the request in flight: its code and the object
                 assert re.search(r"code: \w+", chain) and "resource: /sb-storebench/" in chain, chain
             else:
                 assert any(words in chain for words in ("connection", "refused", "reset", "closed")), chain
-                assert re.search(rf"(port=|:){FAULT_PORT['minio']}\b", chain), chain  # the server it lost
             assert len(got) < 60_000
         else:
             assert got == [int(data.labels[i]) for batch in plan for i in batch]  # all of it, verified, in order

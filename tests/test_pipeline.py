@@ -140,6 +140,13 @@ def test_a_part_depends_on_the_stores_it_opens_and_not_on_the_others():
     assert {"lib/storebench/stores/__init__.py", "lib/storebench/stores/base.py"} <= cassandra & tiledb
 
 
+def test_the_ring_and_ranks_depend_on_cassandra_and_on_no_registry_store():
+    scale = set(pipeline.library_deps("python -m storebench.pipeline.run measure cassandra_scale --scale reference "
+                                      "--results results/reference"))
+    assert "lib/storebench/stores/cassandra_model.py" in scale
+    assert not {"lib/storebench/stores/tiledb.py", "lib/storebench/stores/s3.py", "lib/storebench/stores/redis.py"} & scale
+
+
 def test_an_experiment_that_may_open_any_store_depends_on_every_store():
     from storebench.stores import STORES
 
@@ -160,6 +167,7 @@ def test_the_fixed_stores_named_beside_the_settings_are_those_the_code_opens():
     from storebench.experiments.dl_storage_benchmarking.breakdown import measure as breakdown
 
     harness = inspect.signature(access_pattern.harness_check).parameters["systems"].default
+    assert access_pattern.Settings.model_fields["harness_check"].default is True  # the table's default for it
     opened = pipeline.STORES_OPENED["access_pattern"]
     assert set(harness) <= set(opened({"systems": ["redis"]})) and set(opened({"systems": ["redis"], "harness_check": False})) == {"redis"}
     assert breakdown.LOCAL_READ_SYSTEM in pipeline.STORES_OPENED["breakdown"]({"systems": ["redis"]})

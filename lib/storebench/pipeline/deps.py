@@ -118,6 +118,7 @@ STORES_OPENED = {
     # access_pattern.measure.harness_check's stores, when the part runs it (its default: on)
     "access_pattern": lambda c: [*c["systems"], *(("rocksdb", "localfs") if c.get("harness_check", True) else ())],
     "cassandra_loader": lambda c: [*c["systems"], *c.get("feed_systems", [])],
+    "cassandra_scale": lambda c: [],  # reads through loaders.prefetch.CassandraBlobs (stores.cassandra_model) only
 }
 
 

@@ -154,7 +154,8 @@ class S3Store(ServerStore):
             if error.code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied"):
                 raise StoreConnectionError(f"{where}: authentication failed ({error.code}); "
                                            "check access_key/secret_key") from None
-            raise
+            raise StoreConnectionError(f"{where}: cannot use bucket {self.bucket} ({error.code}: {error.message})") \
+                from error
         except urllib3.exceptions.HTTPError as error:
             raise StoreConnectionError(f"{where}: cannot connect ({error})") from None
 
@@ -166,7 +167,9 @@ class S3Store(ServerStore):
             return self.client.get(_name(key))
         except KeyError:
             raise KeyError(key) from None
-        except (InvalidResponseError, ServerError) as error:  # e.g. a 503 from a server shutting down
+        except (InvalidResponseError, ServerError, S3Error) as error:
+            # a 503 from a server shutting down, or its S3 error code for the GET in flight (MinIO answers
+            # ClientDisconnected as it stops): named with the server, which the client's own error leaves out
             raise ConnectionError(f"{self.name} at {self.endpoint['host']}:{self.endpoint['port']}: the server "
                                   f"failed the request ({type(error).__name__}: {error})") from error
 
