@@ -27,8 +27,16 @@ QUERIES_PER_CONTEXT = 10_000
 # the old context's memory amid what the caller still holds (the timed loop keeps every answer until its pass
 # ends), each trim walks and returns those freed pages and the next query faults them back: a point read went
 # from 1.6 to 21-29 ms here (TileDB 2.30, 60,000 x 28 x 28 array, reads past the 10,000th). Off, reads stay at
-# 1.4-1.6 ms across renewals and memory is reused. Every context of the suite sets it; client_config says so.
-CONTEXT_CONFIG = {"sm.mem.malloc_trim": "false"}
+# 1.4-1.6 ms across renewals and memory is reused.
+# TileDB 2.30's sparse global-order reader merges tiles ahead of a query by default
+# (``sm.query.sparse_global_order.preprocess_tile_merge``, 32768): with it on, reads of a sparse array corrupted
+# the heap, rarely, then crashed ("free(): invalid pointer", "corrupted size vs. prev_size", segfaults in TileDB's
+# threads). Measured here (Intel Xeon family 6 model 207, 2 cores; 8 threads x 400 point reads of the bytes store,
+# fresh each round; runs of 60 rounds): on, 7 of 8 runs crashed; off (0), 0 of 18. A CI run crashed on it; a
+# bare TileDB-Py loop crashed with it on too, single-threaded, and serialising the queries did not stop it. Off,
+# 16-key point reads of 60,000 keys were 6% faster (1.85 vs 1.96 ms, medians of 6 alternated reps, one run).
+# Every context of the suite sets both; client_config says so.
+CONTEXT_CONFIG = {"sm.mem.malloc_trim": "false", "sm.query.sparse_global_order.preprocess_tile_merge": "0"}
 
 
 def _version() -> str:
@@ -73,8 +81,10 @@ class ThreadHandles:
     """Read handles of one store, a set per reader thread, opened on a thread's first query.
 
     TileDB 2.30 (TileDB-Py 0.36) corrupts its heap, rarely, when threads query one shared array handle
-    (measured here: 8 threads x 400 point reads on a freshly opened handle aborted with "corrupted size vs.
-    prev_size" in 2 of 300 rounds; 0 of 300 with a handle per thread), so no two threads share one. ``renew``
+    (measured on an earlier machine: 8 threads x 400 point reads on a freshly opened handle aborted with
+    "corrupted size vs. prev_size" in 2 of 300 rounds; 0 of 300 with a handle per thread), so no two threads
+    share one. (On this machine a handle per thread still crashed, until CONTEXT_CONFIG turned off the sparse
+    reader's tile merge.) ``renew``
     drops every set unclosed (a read in flight finishes on its own; its thread opens a new set on its next
     query); ``close`` closes them; a thread that has ended has its set closed when another thread opens one."""
 
