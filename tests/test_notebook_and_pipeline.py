@@ -244,6 +244,40 @@ def quick_check_stages(status_json: str) -> set[str]:
     return {name for name in json.loads(status_json) if not name.startswith("reference/")}
 
 
+def copy_checkout(copy: Path, with_data: bool = False) -> None:
+    """What a clone of this tree holds (its tracked files and the untracked ones git does not ignore), and
+    data/ when asked, in ``copy``: no executed notebook, raw event or DVC cache of this machine."""
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    data = [str(p.relative_to(ROOT)) for p in (ROOT / "data").rglob("*") if p.is_file()] if with_data else []
+    for name in tracked + data:
+        if (ROOT / name).is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, copy / name)
+
+
+def commit_copy(copy: Path, env: dict | None = None) -> None:
+    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
+                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
+        subprocess.run(cmd, cwd=copy, check=True, env=env)
+
+
+@pytest.mark.slow
+def test_a_new_clone_finds_every_rendered_reference_report_current(tmp_path):
+    """A new machine's `make reproduce` re-renders no committed reference report, so it rewrites none of
+    reference/dvc.lock: every output of a rendered report stage is in git, none only in a DVC cache."""
+    copy = tmp_path / "repo"
+    copy_checkout(copy)
+    commit_copy(copy)
+    rendered = sorted(page.stem for page in (copy / "reports" / "reference").glob("*.html"))
+    assert "breakdown" in rendered  # one rendered report to check, at least
+    dvc = [sys.executable, "-m", "dvc"]
+    subprocess.run([*dvc, "cache", "dir", "--local", str(tmp_path / "empty-cache")], cwd=copy, check=True)
+    status = subprocess.run([*dvc, "status", "--json", *(f"reference/dvc.yaml:report_{name}" for name in rendered)],
+                            cwd=copy, capture_output=True, text=True, check=True)
+    assert json.loads(status.stdout) == {}, status.stdout[-3000:]
+
+
 # The stages `dvc repro` runs in the wiring test: two seed-003 experiments (one edited below), and seed 001's
 # loaders with resources, which reads their best configurations. Every other stage pair has the same shape
 # (tests/test_pipeline.py: test_every_experiments_stages_have_the_contracts_shape), and each notebook has
@@ -255,13 +289,7 @@ WIRED = {"format": "systems", "granularity": "systems", "dataloaders": "systems"
 @pytest.mark.usefixtures("default_ports_free")
 def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     copy = tmp_path / "repo"
-    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                             text=True, check=True).stdout.split()
-    data = [str(p.relative_to(ROOT)) for p in (ROOT / "data").rglob("*") if p.is_file()]
-    for name in tracked + data:
-        if (ROOT / name).is_file():
-            (copy / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, copy / name)
+    copy_checkout(copy, with_data=True)
     params = yaml.safe_load((copy / "params.yaml").read_text())
     params["scale"] = "smoke"
     for name, key in WIRED.items():  # the notebook tests cover every system; here the DVC wiring is under test
@@ -269,9 +297,7 @@ def test_dvc_repro_at_smoke_scale_in_a_copy(tmp_path):
     (copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     env = {**os.environ, "STOREBENCH_ROOT": str(copy), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     env.pop("STOREBENCH_PREPARED", None)
-    for cmd in (["git", "init", "-q"], ["git", "add", "-A"],
-                ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "copy"]):
-        subprocess.run(cmd, cwd=copy, check=True, env=env)
+    commit_copy(copy, env)
     reports = [f"report_{name}" for name in WIRED]
 
     def dvc(*args, check=False):
