@@ -177,3 +177,25 @@ def test_the_index_marks_a_reference_result_whose_parts_were_redefined_since(tmp
     banner = page[page.index("<b>Stale:</b>"):page.index("</div>", page.index("<b>Stale:</b>"))]
     assert "dataloaders</b> (1 of 2 parts): defined since its report and not measured yet (y)" in banner
     assert "<b>Stale:</b>" not in index.build(tmp_path, stages[:1]).read_text()
+
+
+def test_the_index_links_a_partial_report_and_counts_none_of_its_verdicts(tmp_path):
+    """An experiment with some parts measured: its row links the partial report, and the per-paper counts
+    leave its verdicts out (they are provisional until the last part lands)."""
+    from storebench.core.experiment import Experiment
+    from storebench.pipeline.reference import StageState
+
+    partial = tmp_path / "reference" / "partial"
+    partial.mkdir(parents=True)
+    claim = findings.judge("Fig 4", "x", "ratio", 2.0, (1.9, 2.1), findings.above(1.5))
+    findings.write(partial, Experiment("granularity", "dl_storage_benchmarking", "Fig 4", "?"),
+                   Findings("Provisional.", "text", claims=(claim,)), {"scale": "reference", "parts": {"a": {}}})
+    (partial / "granularity.html").write_text("<html></html>")
+    stages = [StageState("measure_granularity-a", "granularity", "a", True, "2026-12-07T05:00", 60.0, "abcdef12", ()),
+              StageState("measure_granularity-b", "granularity", "b", False, None, None, None, ())]
+    page = index.build(tmp_path, stages).read_text()
+    assert ("1 of 2 parts measured: <a href='reference/partial/granularity.html'>partial report</a>, its verdicts "
+            "not counted (quick check:") in page
+    assert "1 holds" not in page
+    (partial / "granularity.html").unlink()
+    assert "partial report" not in index.build(tmp_path, stages).read_text()

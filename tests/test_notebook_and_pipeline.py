@@ -264,17 +264,20 @@ def commit_copy(copy: Path, env: dict | None = None) -> None:
 
 @pytest.mark.slow
 def test_a_new_clone_finds_every_rendered_reference_report_current(tmp_path):
-    """A new machine's `make reproduce` re-renders no committed reference report, so it rewrites none of
-    reference/dvc.lock: every output of a rendered report stage is in git, none only in a DVC cache."""
+    """A new machine's `make reproduce` re-renders no committed reference report (partial ones included), so it
+    rewrites none of reference/dvc.lock: every output of a rendered report stage is in git, none only in a DVC
+    cache."""
     copy = tmp_path / "repo"
     copy_checkout(copy)
     commit_copy(copy)
     rendered = sorted(page.stem for page in (copy / "reports" / "reference").glob("*.html"))
+    partial = sorted(page.stem for page in (copy / "reports" / "reference" / "partial").glob("*.html"))
     assert "breakdown" in rendered  # one rendered report to check, at least
     dvc = [sys.executable, "-m", "dvc"]
     subprocess.run([*dvc, "cache", "dir", "--local", str(tmp_path / "empty-cache")], cwd=copy, check=True)
-    status = subprocess.run([*dvc, "status", "--json", *(f"reference/dvc.yaml:report_{name}" for name in rendered)],
-                            cwd=copy, capture_output=True, text=True, check=True)
+    stages = [f"reference/dvc.yaml:report_{name}" for name in rendered] + [
+        f"reference/dvc.yaml:partial_{name}" for name in partial]
+    status = subprocess.run([*dvc, "status", "--json", *stages], cwd=copy, capture_output=True, text=True, check=True)
     assert json.loads(status.stdout) == {}, status.stdout[-3000:]
 
 

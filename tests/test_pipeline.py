@@ -339,3 +339,18 @@ def test_the_reference_run_names_the_parts_measured_on_another_machine(tmp_path,
     monkeypatch.setattr(reference, "_lock", lambda: {"measure_demo-here": {}, "measure_demo-there": {}})
     monkeypatch.setattr(reference, "_manifest", lambda experiment, part: tmp_path / part / "manifest.json")
     assert reference.parts_on_other_machines("demo") == ["there"]
+
+
+def test_an_experiment_measured_in_part_has_a_partial_report_stage():
+    """While some parts of a split experiment are measured, reference/dvc.yaml renders its report from those
+    parts into reports/reference/partial/; measured in full, or not at all, it has none."""
+    main, params = yaml.safe_load((ROOT / "dvc.yaml").read_text()), pipeline._params()
+    parts = pipeline.reference_part_names(params, "granularity")
+    first = pipeline.reference_measure_stage("granularity", parts[0])
+    partial = pipeline.reference_stages(main, params, frozenset({first}))["partial_granularity"]
+    assert [d for d in partial["deps"] if d.startswith("results/")] == [f"results/reference/granularity/{parts[0]}"]
+    assert partial["cmd"].endswith("--out-dir reports/reference/partial")
+    assert all(next(iter(out)).startswith("reports/reference/partial/") for out in partial["outs"])
+    everything = frozenset(pipeline.reference_measure_stage("granularity", part) for part in parts)
+    assert "partial_granularity" not in pipeline.reference_stages(main, params, everything)
+    assert not [name for name in pipeline.reference_stages(main, params) if name.startswith("partial_")]

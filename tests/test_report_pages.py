@@ -272,3 +272,25 @@ def test_two_instances_of_one_machine_type_are_named_apart_by_the_field_they_dif
     found.append(({"cpu_model": "Intel Xeon", "cpu_id": "family 6", "kernel": "6.18-v669"}, ["c"]))
     assert machine._labels(found) == ["AMD EPYC (family 25 model 17), kernel 6.18-v1147",
                                       "AMD EPYC (family 25 model 17), kernel 6.18-v1272", "Intel Xeon (family 6)"]
+
+
+def test_a_report_on_some_parts_of_its_measurement_names_the_parts_it_misses(tmp_path):
+    import yaml
+
+    from storebench.report import notebook
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"parts": {"granularity": {"a": {}, "b": {}, "c": {}}}}))
+    banner = notebook.partial_banner("granularity", {"parts": {"a": {}}}, params)
+    assert "<b>Partial report</b>: 1 of 3 parts" in banner and "not measured yet: b, c." in banner
+    assert notebook.partial_banner("granularity", {"parts": {"a": {}, "b": {}, "c": {}}}, params) == ""
+    assert notebook.partial_banner("granularity", {"run_id": "r1"}, params) == ""  # measured in one piece
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in (REPORTS_DIR / "reference" / "partial").glob("*.html")))
+def test_a_committed_partial_report_says_it_is_partial_above_its_answer(name):
+    page = (REPORTS_DIR / "reference" / "partial" / f"{name}.html").read_text(encoding="utf-8")
+    body = main_part(page)
+    assert body.index('href="../../index.html"') < body.index("<b>Partial report</b>") < body.index("<b>Answer</b>")
+    for text in ("Traceback", "/work/", "/tmp/"):
+        assert text not in body, text

@@ -341,7 +341,8 @@ def index_reference_deps() -> list[str]:
     from storebench.pipeline.reference import index_inputs
 
     reports = [f"{REFERENCE_REPORTS}/{name}.{kind}" for name in renderable_references() for kind in ("findings.json", "html")]
-    return reports + index_inputs()[0]
+    partial = [f"{REFERENCE_PARTIAL}/{name}.html" for name in partial_references()]  # the index links them
+    return reports + partial + index_inputs()[0]
 
 
 def index_reference_params() -> list[str]:
@@ -442,6 +443,7 @@ def add_contract_stages(doc) -> list[str]:
 
 REFERENCE_YAML = ROOT / "reference" / "dvc.yaml"
 REFERENCE_RESULTS, REFERENCE_REPORTS = "results/reference", "reports/reference"
+REFERENCE_PARTIAL = f"{REFERENCE_REPORTS}/partial"  # reports of experiments measured in part, marked partial
 REFERENCE_LEFT_OUT = "reference/left_out.yaml"  # what reference parts leave out of a grid: report stages only
 REFERENCE_HEADER = """\
 # The reference results: every experiment at the papers' sizes (the `reference` preset of params.yaml,
@@ -451,7 +453,9 @@ REFERENCE_HEADER = """\
 # The measurement stages are frozen: `dvc repro` never re-measures them (each takes up to ~40 min), not
 # even when the code they ran has changed since (the index says so per experiment). Measure one on purpose:
 #   python -m storebench.pipeline.reference measure <experiment> [--part <part>]
-# The report stages are not frozen: an analysis, figure or notebook change re-renders them (seconds).
+# The report stages are not frozen: an analysis, figure or notebook change re-renders them (seconds). While
+# an experiment has some parts measured and others not, a partial_ stage renders its report from the parts
+# measured so far into reports/reference/partial/, marked partial (the index counts none of its verdicts).
 # Raw per-request events stay beside the tables in results/reference/raw/ (git-ignored, not in DVC: a
 # frozen stage's cached output missing from a fresh clone would stop `dvc repro`). A report's executed
 # notebook (reports/reference/notebooks/) is a by-product the same way: every output of a report stage is in
@@ -471,9 +475,10 @@ def reference_results(name: str, part: str | None = None) -> str:
     return f"{REFERENCE_RESULTS}/{name}" + (f"/{part}" if part else "")
 
 
-def reference_stages(main_doc: dict, params: dict) -> dict:
+def reference_stages(main_doc: dict, params: dict, measured: frozenset[str] = frozenset()) -> dict:
     """The stages of reference/dvc.yaml: per experiment its measurement (one stage per part) and its report,
-    both run from the repository's root (``wdir: ..``)."""
+    both run from the repository's root (``wdir: ..``); and, while only some of its parts are ``measured``
+    (stage names), its partial report."""
     from storebench.experiments import EXPERIMENTS
 
     stages = {}
@@ -499,7 +504,52 @@ def reference_stages(main_doc: dict, params: dict) -> dict:
             "outs": [{f"{out}/{f}": {"cache": False}} for f in
                      (f"{name}.html", f"{name}.findings.json", f"figures/{name}", f"tables/{name}")],
             "metrics": [{f"{out}/metrics/{name}.json": {"cache": False}}]}
+        held = held_parts(name, parts, measured)
+        if held and len(held) < len(parts):
+            stages[f"partial_{name}"] = partial_report_stage(name, held)
     return stages
+
+
+def held_parts(name: str, parts: list[str | None], measured: frozenset[str]) -> list[str]:
+    """The parts of a split measurement that have been measured (none for a measurement in one piece)."""
+    return [p for p in parts if p is not None and reference_measure_stage(name, p) in measured]
+
+
+def partial_report_stage(name: str, held: list[str]) -> dict:
+    """The report notebook on the parts measured so far, rendered under reports/reference/partial/; the report
+    names the parts it misses (storebench.report.notebook.partial_banner)."""
+    cmd = f"python -m {PACKAGE}.pipeline.notebooks {name} --results {REFERENCE_RESULTS} --out-dir {REFERENCE_PARTIAL}"
+    outs = (f"{name}.html", f"{name}.findings.json", f"figures/{name}", f"tables/{name}", f"metrics/{name}.json",
+            f"metrics/{name}_plot.csv")
+    return {"cmd": cmd, "wdir": "..",
+            "deps": [f"notebooks/{name}.ipynb", *(reference_results(name, p) for p in held), REFERENCE_LEFT_OUT,
+                     *library_deps(cmd)],
+            "outs": [{f"{REFERENCE_PARTIAL}/{f}": {"cache": False}} for f in outs]}
+
+
+def measured_reference_stages(params: dict) -> frozenset[str]:
+    """The reference measurement stages params.yaml defines that have been measured (recorded in
+    reference/dvc.lock, with their manifest)."""
+    from storebench.experiments import EXPERIMENTS
+    from storebench.pipeline.reference import recorded
+
+    defined = {reference_measure_stage(name, part): (name, part)
+               for name in EXPERIMENTS for part in reference_part_names(params, name)}
+    return frozenset(recorded(defined))
+
+
+def partial_references(params: dict | None = None) -> list[str]:
+    """The experiments measured in part (some parts measured, others not): each has a partial report."""
+    from storebench.experiments import EXPERIMENTS
+
+    params = _params() if params is None else params
+    measured = measured_reference_stages(params)
+    found = []
+    for name in EXPERIMENTS:
+        parts = reference_part_names(params, name)
+        if 0 < len(held_parts(name, parts, measured)) < len(parts):
+            found.append(name)
+    return found
 
 
 def _reference_path(dep: str) -> str:
@@ -513,7 +563,8 @@ def _reference_path(dep: str) -> str:
 def reference_yaml(main_yaml: Path = DVC_YAML) -> str:
     import yaml
 
-    doc = {"stages": reference_stages(yamlfile.load(main_yaml), _params())}
+    params = _params()
+    doc = {"stages": reference_stages(yamlfile.load(main_yaml), params, measured_reference_stages(params))}
     return REFERENCE_HEADER + yaml.safe_dump(doc, sort_keys=False, width=4096)
 
 

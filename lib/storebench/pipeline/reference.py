@@ -6,6 +6,7 @@ when, how long it took and whether the code it ran has changed since.
     python -m storebench.pipeline.reference measure location            # ~40 min at most per stage
     python -m storebench.pipeline.reference measure access_pattern --part servers
     python -m storebench.pipeline.reference render location             # the report and the index only
+    python -m storebench.pipeline.reference render granularity          # some parts measured: its partial report
 
 The measurement stages of reference/dvc.yaml are frozen (``dvc repro`` never starts one): this command runs
 a stage's own command, then ``dvc commit`` records the inputs it ran with, so ``status`` can tell later
@@ -146,7 +147,15 @@ def _machine_label(manifest: dict) -> str | None:
 
 def is_measured(stage: str) -> bool:
     """Recorded in reference/dvc.lock, with the manifest its measurement wrote."""
-    return stage in _lock() and _manifest(*measure_stages()[stage]).exists()
+    return stage in recorded({stage: measure_stages()[stage]})
+
+
+def recorded(defined: dict[str, tuple[str, str | None]]) -> set[str]:
+    """Of the measurement stages ``defined`` (name -> (experiment, part)), those recorded in reference/dvc.lock
+    with the manifest their measurement wrote."""
+    lock = _lock()
+    return {name for name, (experiment, part) in defined.items()
+            if name in lock and _manifest(experiment, part).exists()}
 
 
 def _manifest(experiment: str, part: str | None) -> Path:
@@ -256,26 +265,48 @@ def measure(experiment: str, part: str | None = None) -> float:
     if moved:  # dvc commit hashes today's files: it must not record inputs the measurement did not run
         raise SystemExit(f"{name}: its inputs changed while it measured; not recorded in reference/dvc.lock:\n{moved}")
     _dvc("commit", "-f", f"reference/dvc.yaml:{name}")
-    if all(is_measured(s) for s in measure_stages(experiment)):
+    try:
         render(experiment)
-    else:
-        print(f"[reference] {experiment}: other parts not measured yet; report not rendered", flush=True)
-        render_index()  # it counts the parts measured and says whether each is current
+    except subprocess.CalledProcessError:
+        print(f"[reference] {name}: measured and recorded in reference/dvc.lock, but its report did not render (the "
+              f"error is above); mend it, then: python -m storebench.pipeline.reference render {experiment}",
+              file=sys.stderr, flush=True)
+        raise
     print(f"[reference] {name}: measured in {took:.0f} s", flush=True)
     return took
 
 
 def render(experiment: str) -> None:
-    """The reference report of ``experiment`` and the index (no server; seconds)."""
-    _dvc("repro", f"reference/dvc.yaml:report_{experiment}")
+    """The reference report of ``experiment`` (while only some of its parts are measured, its partial report,
+    under reports/reference/partial/) and the index, which counts the parts measured (no server; seconds)."""
+    defined = measure_stages(experiment)
+    held = recorded(defined)
+    if not held:
+        raise SystemExit(f"{experiment}: no reference part measured yet, nothing to render; "
+                         f"measure one first (python -m storebench.pipeline.reference measure {experiment} --part ...)")
+    complete = len(held) == len(defined)
+    if complete and f"partial_{experiment}" in stages():  # measured in full: the partial report goes
+        _dvc("remove", "--outs", f"reference/dvc.yaml:partial_{experiment}")
+    _write_stages()  # a partial stage names the parts measured so far
+    if complete:
+        _dvc("repro", f"reference/dvc.yaml:report_{experiment}")
+    else:
+        print(f"[reference] {experiment}: {len(held)} of {len(defined)} parts measured; rendering its partial report",
+              flush=True)
+        _dvc("repro", f"reference/dvc.yaml:partial_{experiment}")
     render_index()
 
 
 def render_index() -> None:
     """reports/index.html, once its deps name what the reference run now holds (its reports, and the inputs and
     params of its measured stages)."""
-    subprocess.run([sys.executable, "-m", "storebench.pipeline.deps", "write"], cwd=ROOT, check=True)
+    _write_stages()
     _dvc("repro", "--single-item", "index")
+
+
+def _write_stages() -> None:
+    """dvc.yaml's and reference/dvc.yaml's stages and deps, as the imports, params and measured parts make them."""
+    subprocess.run([sys.executable, "-m", "storebench.pipeline.deps", "write"], cwd=ROOT, check=True)
 
 
 def status(tracked_only: bool = False) -> list[StageState]:
@@ -289,7 +320,8 @@ def main(argv=None) -> int:
     one = sub.add_parser("measure", help="measure one experiment (or one part), then render it")
     one.add_argument("experiment")
     one.add_argument("--part", default=None)
-    again = sub.add_parser("render", help="re-render one experiment's reference report and the index")
+    again = sub.add_parser("render", help="re-render one experiment's reference report (its partial report while "
+                                          "parts are missing) and the index")
     again.add_argument("experiment")
     args = parser.parse_args(argv)
     if args.action == "measure":

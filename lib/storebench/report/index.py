@@ -232,6 +232,8 @@ def reference_table(reports_dir: Path, stages: list | None = None) -> str:
             stale = sum(bool(s.measured and s.changed_inputs) for s in mine)
             progress = (f"; {done} of {len(mine)} parts measured" + (f", {stale} of them stale" if stale else "")
                         if done else "")
+            if (reports_dir / "partial" / f"{name}.html").exists():
+                progress += f": <a href='reference/partial/{name}.html'>partial report</a>, its verdicts not counted"
             rows.append(f"<tr><td>{label}</td><td>{html.escape(PAPER_SHORT[paper])}</td>"
                         f"<td colspan='{7 if stages is not None else 6}' style='text-align:left;color:#888;white-space:normal'>"
                         f"not measured at the reference preset yet{progress} "

@@ -27,6 +27,7 @@ logging.captureWarnings(True)  # warnings go to the log (stderr, which the rende
 show_tables_whole()  # every report notebook imports this module: whole tables, readable numbers
 
 RESULTS_DIR = ROOT / "results"
+PARAMS = ROOT / "params.yaml"  # its ``parts``: how each reference measurement is split
 LEFT_OUT = ROOT / "reference" / "left_out.yaml"  # what reference parts leave out of a grid, and why
 MEASURING_RUNNER = "storebench.pipeline.run"  # not followed by storebench.pipeline.deps for report stages
 
@@ -114,12 +115,29 @@ def answer(name: str, findings: Findings, tables: ResultTables) -> str:
     """The top of a report as HTML: the question, the headline, what was measured on which machine
     and when, and the paper's claims with their verdicts."""
     own, run = declared(name), tables.manifest
-    return (f"<p><b>Question</b> ({html.escape(own.reference)}): {html.escape(own.question)}</p>"
+    return (f"{partial_banner(name, run)}<p><b>Question</b> ({html.escape(own.reference)}): {html.escape(own.question)}</p>"
             f"<p><b>Answer</b>: {html.escape(findings.headline)}</p>"
             f"<p class='sb-run'><b>Measured</b>: {html.escape(measured(run, own.data))}.</p>"
             f"{_mixed_machines(run)}"
             f"<p class='sb-run'><b>Repeats</b>: {html.escape(repeats_text(tables, own.repeats))}.</p>"
             f"{claims_table(findings)}")
+
+
+def partial_banner(name: str, run: dict, params_file: Path = PARAMS) -> str:
+    """A banner over a report that reads only some of the parts params.yaml defines for its measurement (the
+    reference run, measured part by part over several sessions): which parts are missing, and that its answer
+    and verdicts are provisional. None for a measurement in one piece (the quick check) or measured in full."""
+    if not run.get("parts"):
+        return ""
+    defined = list((yamlfile.load(params_file).get("parts") or {}).get(name) or {})
+    missing = [part for part in defined if part not in run["parts"]]
+    if not missing:
+        return ""
+    return ("<div class='sb-partial' style='border-left:4px solid #b35900;background:#fff4e5;padding:.4em .9em'>"
+            f"<b>Partial report</b>: {len(defined) - len(missing)} of {len(defined)} parts of this measurement are "
+            f"recorded; not measured yet: {html.escape(', '.join(missing))}. The answer, figures, tables and verdicts "
+            "below read only the recorded parts: a claim whose figures lie in a missing part cannot be judged yet, "
+            "and a verdict may change when the rest is measured. The index counts none of its verdicts.</div>")
 
 
 def _mixed_machines(run: dict) -> str:
