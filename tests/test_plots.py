@@ -40,6 +40,15 @@ def test_figures_are_saved_at_150_dpi_or_more(tmp_path):
     assert min(dpi) >= 149.5 and plots.DPI >= 150
 
 
+def test_a_figure_is_shown_at_its_size_in_inches(tmp_path):
+    narrow, _ = plt.subplots(figsize=(4, 3))
+    wide, _ = plt.subplots(figsize=(12, 3))
+    shown = [plots.save(fig, tmp_path / f"{i}.png") for i, fig in enumerate((narrow, wide))]
+    assert [s.width for s in shown] == [round(plots.png_width(tmp_path / f"{i}.png") * 96 / plots.DPI)
+                                        for i in range(2)]
+    assert 250 < shown[0].width < 400 < 900 < shown[1].width  # ~96 CSS px per inch, less the tight bbox trim
+
+
 def test_ticks_sit_at_the_measured_values_only():
     fig, ax = plt.subplots()
     ax.plot([0, 2], [1, 2])

@@ -36,6 +36,7 @@ def check_page(page: str, name: str) -> None:
     assert "jp-CodeMirrorEditor" not in body and "report.publish(" not in body  # no code
     positions = [body.index(marker) for marker in SECTIONS]
     assert positions == sorted(positions), "answer, figures, findings, method, details, provenance"
+    assert all(re.search(r' width="\d+"', tag) for tag in re.findall(r"<img [^>]*>", body))  # its own size
     for text in ("WARN", "Warning", "/work/", "/tmp/", "/root/", "Traceback"):
         assert text not in body, text
     cells = table_cells(page)

@@ -120,7 +120,9 @@ def output_html(output) -> str:
     if mime == "text/html":
         return f'<div class="sb-output">{value}</div>'
     if mime in ("image/png", "image/jpeg"):
-        return f'<p><img src="data:{mime};base64,{value.strip()}" alt="figure"></p>'
+        width = output.get("metadata", {}).get(mime, {}).get("width")
+        size = f' width="{int(width)}"' if width else ""
+        return f'<p><img src="data:{mime};base64,{value.strip()}"{size} alt="figure"></p>'
     if mime == "image/svg+xml":
         return value
     if mime == "text/markdown":

@@ -268,15 +268,27 @@ def footnote(fig, text: str) -> None:
     fig.text(0.01, -0.02, text, ha="left", va="top", fontsize=8, color="0.3", wrap=True)
 
 
+CSS_PX_PER_INCH = 96
+
+
 def save(fig, path, dpi: int = DPI):
     """Write ``fig`` to ``path`` (at least ``DPI`` dots per inch) and return it as an image a notebook
     displays (the Agg backend shows nothing by itself: a cell ending in ``fig`` would render as
-    ``<Figure size ...>`` text)."""
+    ``<Figure size ...>`` text). The image is shown at its size in inches (the page's CSS narrows a
+    wider one), so a one-panel figure is not blown up to the page width and text reads at one size
+    across a report's figures."""
     from IPython.display import Image
 
-    fig.savefig(path, bbox_inches="tight", dpi=max(dpi, DPI))
+    dpi = max(dpi, DPI)
+    fig.savefig(path, bbox_inches="tight", dpi=dpi)
     plt.close(fig)
-    return Image(filename=str(path))
+    return Image(filename=str(path), width=round(png_width(path) * CSS_PX_PER_INCH / dpi))
+
+
+def png_width(path) -> int:
+    """Width in pixels of the PNG at ``path``, from its IHDR header."""
+    with open(path, "rb") as f:
+        return int.from_bytes(f.read(24)[16:20], "big")
 
 
 def finite(values) -> np.ndarray:

@@ -33,7 +33,7 @@ def figure(summary: pd.DataFrame):
     shown = shown if len(shown) else summary
     panels = list(shown.groupby(["dataset", "access"], sort=False))
     systems = list(dict.fromkeys(shown.system))
-    cols = min(len(systems), 4)
+    cols = min(len(systems), 3)  # ~11 in with the legend: shown near its own size, its labels readable
     per_panel = -(-len(systems) // cols)  # facet rows per (dataset, access)
     fig, axes = plt.subplots(len(panels) * per_panel, cols, figsize=(3.6 * cols, 3.3 * len(panels) * per_panel),
                              squeeze=False, sharey=True)
