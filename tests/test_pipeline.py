@@ -18,6 +18,13 @@ def test_dvc_yaml_lists_exactly_what_each_stage_imports():
     assert pipeline.check() == {}, "run `python -m storebench.pipeline.deps write`"
 
 
+def test_writing_the_committed_pipeline_again_changes_nothing_and_says_so(tmp_path):
+    for name in ("dvc.yaml", "params.yaml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    assert pipeline.write(tmp_path / "dvc.yaml") == []
+    assert (tmp_path / "dvc.yaml").read_text() == (ROOT / "dvc.yaml").read_text()
+
+
 def test_a_missing_module_is_reported(tmp_path):
     doc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     doc["stages"]["measure_format"]["deps"].remove("lib/storebench/core/timing.py")

@@ -368,6 +368,10 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
     doc = yaml.load(dvc_yaml.read_text())
     changed = add_contract_stages(doc)
     for name, stage in _stages(doc).items():
+        if name == "index":  # its deps and params are set whole, in their own order
+            if _index_deps(stage):
+                changed.append(name)
+            continue
         old = list(stage.get("deps", []))
         keep = [d for d in old if not is_library_dep(_dep_name(d))]
         new = CommentedSeq(keep + expected_deps(stage))
@@ -381,8 +385,6 @@ def write(dvc_yaml: Path = DVC_YAML) -> list[str]:
         experiment = report_experiment(stage)
         if experiment and _declared(stage) != expected_declared(stage):
             stage["metrics"], stage["plots"] = report_metrics(experiment), report_plots(experiment)
-            changed.append(name)
-        if name == "index" and _index_deps(stage):
             changed.append(name)
     with dvc_yaml.open("w") as out:
         yaml.dump(doc, out)

@@ -279,6 +279,8 @@ def measure(experiment: str, part: str | None = None) -> float:
 def render(experiment: str) -> None:
     """The reference report of ``experiment`` (while only some of its parts are measured, its partial report,
     under reports/reference/partial/) and the index, which counts the parts measured (no server; seconds)."""
+    from storebench.pipeline.deps import REFERENCE_REPORTS
+
     defined = measure_stages(experiment)
     held = recorded(defined)
     if not held:
@@ -287,20 +289,16 @@ def render(experiment: str) -> None:
     complete = len(held) == len(defined)
     if complete and f"partial_{experiment}" in stages():  # measured in full: the partial report goes
         _dvc("remove", "--outs", f"reference/dvc.yaml:partial_{experiment}")
-    _write_stages()  # a partial stage names the parts measured so far
+    first_render = complete and not (ROOT / REFERENCE_REPORTS / f"{experiment}.findings.json").exists()
+    _write_stages()  # a partial stage names the parts measured so far; the index, the inputs of the measured ones
     if complete:
         _dvc("repro", f"reference/dvc.yaml:report_{experiment}")
     else:
         print(f"[reference] {experiment}: {len(held)} of {len(defined)} parts measured; rendering its partial report",
               flush=True)
         _dvc("repro", f"reference/dvc.yaml:partial_{experiment}")
-    render_index()
-
-
-def render_index() -> None:
-    """reports/index.html, once its deps name what the reference run now holds (its reports, and the inputs and
-    params of its measured stages)."""
-    _write_stages()
+    if first_render:
+        _write_stages()  # the new report is now upstream of the index
     _dvc("repro", "--single-item", "index")
 
 
