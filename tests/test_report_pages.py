@@ -267,6 +267,11 @@ def test_a_share_claim_reads_as_a_percentage_in_the_claims_table():
     assert "6.82 [5.41, 8.34]%" in table and "2.5 [2, 3]x" in table and "0.0682" not in table
 
 
+def test_a_field_the_parts_differ_in_only_below_its_shown_precision_reads_once():
+    run = {"machine": {"cores": 2, "cpu_model": "Intel Xeon", "memory_bytes": [25276071936, 25276194816]}}
+    assert "Intel Xeon), 25.3 GB memory" in machine.summary(run) and " / " not in machine.summary(run)
+
+
 def test_two_instances_of_one_machine_type_are_named_apart_by_the_field_they_differ_in():
     found = [({"cpu_model": "AMD EPYC", "cpu_id": "family 25 model 17", "kernel": k, "memory_bytes": m}, [part])
              for k, m, part in [("6.18-v1147", 25276071936, "a"), ("6.18-v1272", 25276194816, "b")]]

@@ -203,8 +203,8 @@ def card_html(manifest: dict) -> str:
 
 
 def _value(key: str, value) -> str:
-    if isinstance(value, list):  # the parts' machines differ in this field
-        return " / ".join(_value(key, v) for v in value)
+    if isinstance(value, list):  # the parts' machines differ in this field (each shown value once)
+        return " / ".join(dict.fromkeys(_value(key, v) for v in value))
     if value is None or value == "" or value == "unknown":
         return NOT_RECORDED
     if key.endswith("_bytes"):
