@@ -255,6 +255,30 @@ def test_the_breakdown_figure_draws_a_bar_group_per_server_and_location_tagged_w
     assert machine.part_tags(ResultTables.read(ROOT / "results" / "breakdown").manifest) == ({}, "")
 
 
+def test_a_shuffle_cost_whose_two_shuffles_ran_on_different_machines_is_marked_as_crossing():
+    """granularity's reference parts ran on two machines: a per-sample / whole-object ratio whose two shuffles
+    come from parts on different machines is drawn hollow and named apart in the text; one from parts on one
+    machine (MinIO's two parts, and one machine's run) is not."""
+    import matplotlib.pyplot as plt
+
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.granularity import analysis
+
+    tables = ResultTables.read(ROOT / "results" / "reference" / "granularity")
+    tags, _ = machine.part_tags(tables.manifest)
+    cost = analysis.shuffle_cost(analysis.summary(tables["granularity"]), tags)
+    crossing = cost.groupby("system").crosses_machines.agg(set)
+    assert crossing["minio"] == {False} and crossing["localfs"] == {False} and crossing["cassandra"] == {True}
+    assert not analysis.shuffle_cost(analysis.summary(tables["granularity"])).crosses_machines.any()
+    text = analysis.analyse(tables).markdown
+    assert "The ratios of cassandra, ceph, tensorstore-zarr set a part on one machine against" in text
+    figure = analysis.figures(tables)["shuffle_cost"]
+    hollow = [line for ax in figure.axes for line in ax.get_lines() if line.get_markerfacecolor() == "white"]
+    assert len(hollow) == len(cost[cost.crosses_machines].groupby(["system", "samples_per_request"]))
+    assert "Hollow markers (cassandra, ceph, tensorstore-zarr)" in " ".join(t.get_text() for t in figure.texts)
+    plt.close(figure)
+
+
 def test_a_share_claim_reads_as_a_percentage_in_the_claims_table():
     """A share is held as a fraction (0.068) and read as a percentage (6.8%), its CI too."""
     from storebench.report import notebook
