@@ -225,7 +225,7 @@ def findings(summary: pd.DataFrame, claims: tuple = (), machine_of: dict[str, st
         if 1 not in g.index:
             continue
         best = g.idxmin()
-        gains.append((system, k, g[1] / g[best]))
+        gains.append((f"{system}, {dataset}" if part.dataset.nunique() > 1 else system, k, g[1] / g[best]))
         lines.append(f"| {dataset} | {system} | {k} | {g[1]:.3g}s | {best} | {g[best]:.3g}s | {g[1] / g[best]:.2f}x |")
     waste = summary[summary.access == "random"].groupby("system").bytes_read_per_needed.max()
     big = max(gains, key=lambda t: t[2]) if gains else None
