@@ -279,6 +279,26 @@ def test_a_shuffle_cost_whose_two_shuffles_ran_on_different_machines_is_marked_a
     plt.close(figure)
 
 
+def test_the_granularity_figure_draws_a_panel_per_measured_system_and_dataset_one_colour_per_request_size():
+    """granularity's reference run has CIFAR-10 on MinIO only: no empty panels for the other systems, and
+    a request size has one colour in every panel (MinIO's CIFAR-10 grid lacks 4 and 64 per request)."""
+    import matplotlib.pyplot as plt
+
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.dl_storage_benchmarking.granularity import analysis
+
+    tables = ResultTables.read(ROOT / "results" / "reference" / "granularity")
+    shown = tables["granularity"][tables["granularity"].access == "random-objects"]
+    figure = analysis.figures(tables)["download_time"]
+    panels = {ax.get_title(): ax for ax in figure.axes if ax.axison}
+    assert len(panels) == len(shown.groupby(["system", "dataset"]))
+    colour = {(title, label): handle.lines[0].get_color() for title, ax in panels.items()
+              for handle, label in zip(*ax.get_legend_handles_labels())}
+    for k in ("1/request", "16/request", "256/request"):
+        assert colour[("minio (cifar10)", k)] == colour[("cassandra (mnist)", k)]
+    plt.close(figure)
+
+
 def test_a_share_claim_reads_as_a_percentage_in_the_claims_table():
     """A share is held as a fraction (0.068) and read as a percentage (6.8%), its CI too."""
     from storebench.report import notebook

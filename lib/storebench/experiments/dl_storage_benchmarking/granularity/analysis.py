@@ -27,35 +27,37 @@ def summary(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure(summary: pd.DataFrame):
-    """Download time vs samples per object, one line per samples per request, a panel per system and
-    dataset, objects shuffled (samples kept together)."""
+    """Download time vs samples per object, one line per samples per request (one colour per value in every
+    panel), a panel per system and dataset that measured it, objects shuffled (samples kept together)."""
     import matplotlib.pyplot as plt
 
     from storebench.report import plots
 
     shown = summary[summary.access == "random-objects"]
     shown = shown if len(shown) else summary
-    panels = list(shown.groupby(["dataset", "access"], sort=False))
-    systems = list(dict.fromkeys(shown.system))
-    cols = min(len(systems), 3)  # ~11 in with the legend: shown near its own size, its labels readable
-    per_panel = -(-len(systems) // cols)  # facet rows per (dataset, access)
-    fig, axes = plt.subplots(len(panels) * per_panel, cols, figsize=(3.6 * cols, 3.3 * len(panels) * per_panel),
-                             squeeze=False, sharey=True)
-    for p, ((dataset, access), part) in enumerate(panels):
-        grid = axes[p * per_panel:(p + 1) * per_panel].ravel()
+    groups = [(key, part, list(dict.fromkeys(part.system)))
+              for key, part in shown.groupby(["dataset", "access"], sort=False)]
+    cols = min(max(len(systems) for _, _, systems in groups), 3)  # ~11 in with the legend: near its own size
+    rows = [-(-len(systems) // cols) for _, _, systems in groups]  # facet rows per (dataset, access)
+    fig, axes = plt.subplots(sum(rows), cols, figsize=(3.6 * cols, 3.3 * sum(rows)), squeeze=False, sharey=True)
+    colors = plots.palette(sorted(shown.samples_per_request.unique()))
+    for g, ((dataset, access), part, systems) in enumerate(groups):
+        grid = axes[sum(rows[:g]):sum(rows[:g + 1])].ravel()
         for ax, system in zip(grid, systems):
             plots.lines_with_ci(ax, part[part.system == system], "samples_per_object", "samples_per_request",
-                                label_fmt="{}/request")
+                                colors=colors, label_fmt="{}/request")
             plots.ticks_at(ax, sorted(part.samples_per_object.unique()), log=True)
-            ax.set(title=f"{system} ({dataset}, {access})", xlabel=_unit(system), ylabel="download time (s, log)")
+            ax.set(title=f"{system} ({dataset}" + (f", {access})" if shown.access.nunique() > 1 else ")"),
+                   xlabel=_unit(system), ylabel="download time (s, log)")
         for extra in grid[len(systems):]:
             extra.axis("off")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    plots.legend_outside(fig, handles, labels, title="samples per request")
+    drawn = {label: handle for ax in axes.ravel() for handle, label in zip(*ax.get_legend_handles_labels())}
+    labels = [f"{k}/request" for k in colors if f"{k}/request" in drawn]
+    plots.legend_outside(fig, [drawn[label] for label in labels], labels, title="samples per request")
     plots.question(fig, "Do bigger objects (more samples per object) make reading faster, per request size?")
     fig.tight_layout()
-    plots.footnote(fig, "Mean of the repeats, error bars 95% CI. random-objects: objects shuffled, samples kept "
-                        "together. tiledb-array / tensorstore-zarr: samples per tile / chunk of the array.")
+    plots.footnote(fig, "Mean of the repeats, error bars 95% CI. Objects shuffled, samples kept together "
+                        "(random-objects). tiledb-array / tensorstore-zarr: samples per tile / chunk of the array.")
     return fig
 
 
