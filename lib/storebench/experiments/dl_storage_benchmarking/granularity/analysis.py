@@ -222,7 +222,9 @@ def findings(summary: pd.DataFrame, claims: tuple = (), machine_of: dict[str, st
     part = summary[summary.access == "random-objects"]
     lines = ["| dataset | system | k | time at 1/object | best samples/object | time there | gain |", "|---|---|---|---|---|---|---|"]
     gains = []
-    for (dataset, system, k), g in part.groupby(["dataset", "system", "samples_per_request"], sort=False):
+    in_order = part.assign(_d=pd.factorize(part.dataset)[0], _s=pd.factorize(part.system)[0]).sort_values(
+        ["_d", "_s", "samples_per_request"], kind="stable")  # a system's rows together, whichever parts gave them
+    for (dataset, system, k), g in in_order.groupby(["dataset", "system", "samples_per_request"], sort=False):
         g = g.set_index("samples_per_object")["mean"]
         if 1 not in g.index:
             continue
