@@ -361,3 +361,20 @@ def test_an_experiment_measured_in_part_has_a_partial_report_stage():
     everything = frozenset(pipeline.reference_measure_stage("granularity", part) for part in parts)
     assert "partial_granularity" not in pipeline.reference_stages(main, params, everything)
     assert not [name for name in pipeline.reference_stages(main, params) if name.startswith("partial_")]
+
+
+def test_the_quick_checks_raw_events_are_in_git_so_a_fresh_clone_can_recompute_every_statistic():
+    """A DVC cache without a remote does not outlive the machine that measured: raw events cached there left
+    every later clone with measurement stages 'not in cache', and nothing to recompute a statistic from."""
+    import subprocess
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    raw_outs = [out for stage in stages.values() for out in stage.get("outs", [])
+                if isinstance(out, dict) and next(iter(out)).startswith("results/raw/")]
+    assert raw_outs and all(list(out.values())[0].get("cache") is False for out in raw_outs)
+    for out in raw_outs:
+        path = next(iter(out))
+        ignored = subprocess.run(["git", "check-ignore", "-q", f"{path}/x.parquet"], cwd=ROOT).returncode == 0
+        assert not ignored, f"{path} is git-ignored"
+        assert subprocess.run(["git", "ls-files", "--error-unmatch", path], cwd=ROOT,
+                              capture_output=True).returncode == 0, f"{path} is not committed"
