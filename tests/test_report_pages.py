@@ -344,3 +344,18 @@ def test_a_committed_partial_report_says_it_is_partial_above_its_answer(name):
     assert body.index('href="../../index.html"') < body.index("<b>Partial report</b>") < body.index("<b>Answer</b>")
     for text in ("Traceback", "/work/", "/tmp/"):
         assert text not in body, text
+
+
+def test_the_layouts_answer_line_says_only_what_was_measured_with_the_claims_means():
+    """A run without L3 (layouts' first reference part) has no "L3 reads n/a the minimum"; its L1/L2 ratios are
+    the claims' (means, not the detail table's medians)."""
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.layoutbench.layouts import analysis
+
+    tables = ResultTables.read(ROOT / "results" / "reference" / "layouts" / "t3-others")  # L1, L2, L4
+    made = analysis.analyse(tables)
+    claims = {c.statement: c.value for c in made.claims}
+    assert "n/a" not in made.headline and "L3" not in made.headline
+    small = claims["Small retrievals: L1 and L2 take about the same time."]
+    large = claims["Large retrievals: L2 (tar shards) is faster than L1."]
+    assert f"small L1/L2 {analysis.sig3(small)}x, large L1/L2 {analysis.sig3(large)}x" in made.headline

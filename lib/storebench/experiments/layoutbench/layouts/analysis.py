@@ -367,9 +367,9 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
                      + ", ".join(f"{SHORT.get(k, k)} {need(v)}" for k, v in tiers.items()) + " |")
     extra = {f"{SHORT[x]}": {size: get(size, f"{SHORT[x]}_over_best_L1_L2") for size in SIZE_GROUPS}
              for x in ("L3-parquet-sorted", "L4-lance")}
-    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(
-        f"{'L3 sorted by label' if k == 'L3s' else 'L4 (Lance)'} " + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items())
-        for k, d in extra.items()) + ".", ""]
+    past = [f"{'L3 sorted by label' if k == 'L3s' else 'L4 (Lance)'} " + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items())
+            for k, d in extra.items() if any(np.isfinite(v) for v in d.values())]  # the layouts this run measured
+    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(past) + "." if past else "", ""]
 
     # Finding 2: bytes over the minimum
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED) & (table.needed_bytes > 0)]
@@ -410,11 +410,23 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
                   + "; bytes received " + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.bytes_ratio)}"
                                                     for r in servers.itertuples())
                   + " of the first server's. A layout's ranking that holds on both servers is the layout's.", ""]
-    l3_small = selective["L3-parquet"]
-    headline = (f"LayoutBench ({config['tier']}): small L1/L2 {_fmt(get('small', 'L1_over_L2'))}, large L1/L2 "
-                f"{_fmt(get('large', 'L1_over_L2'))}; L3 reads {_fmt(l3_small.max() if len(l3_small) else np.nan)} "
-                f"the minimum on selective queries; L4 (Lance) {_fmt(extra['L4']['mid'])} of the best of L1/L2 on mid queries")
+    headline = _headline(config["tier"], table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)],
+                         _size_classes(counts), selective["L3-parquet"])
     return Findings(headline, "\n".join(lines), metrics=list(metrics), claims=claims)
+
+
+def _headline(tier: str, part: pd.DataFrame, classes: dict, l3_small: pd.Series) -> str:
+    """The report's answer line: the same means as the claims (T(L1)/T(L2), L4 over the best of L1 and L2), and
+    only what this run measured (a partial run may lack L3 or a size class)."""
+    def ratio(size, a, b):
+        t = _means(part, classes[size]) if classes[size] else pd.DataFrame()
+        return _geo(t, {a: 1, b: -1})[0] if a in t and b in t else float("nan")
+
+    l1_l2 = [f"{size} L1/L2 {_fmt(ratio(size, 'L1-objects', 'L2-tar'))}" for size in ("small", "large")]
+    said = [", ".join(s for s in l1_l2 if "n/a" not in s) or "n/a",
+            f"L3 reads up to {_fmt(l3_small.max())} the minimum on selective queries" if len(l3_small) else "n/a",
+            f"L4 (Lance) {_fmt(ratio('mid', 'L4-lance', 'best12'))} the time of the better of L1 and L2 on mid queries"]
+    return f"LayoutBench ({tier}): " + "; ".join(s for s in said if "n/a" not in s)
 
 
 def _latency_share(table: pd.DataFrame, profile: str, config: dict) -> str:
