@@ -359,3 +359,18 @@ def test_the_layouts_answer_line_says_only_what_was_measured_with_the_claims_mea
     small = claims["Small retrievals: L1 and L2 take about the same time."]
     large = claims["Large retrievals: L2 (tar shards) is faster than L1."]
     assert f"small L1/L2 {analysis.sig3(small)}x, large L1/L2 {analysis.sig3(large)}x" in made.headline
+
+
+def test_the_layouts_figure_draws_no_empty_panel_for_a_run_without_memory_tiers_or_a_second_link():
+    """layouts' first reference parts measure one link and no memory tier: the figure had an empty panel beside
+    each of its two (time per query, bytes over the minimum)."""
+    import matplotlib.pyplot as plt
+
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.layoutbench.layouts import analysis
+
+    figure = analysis.figures(ResultTables.read(ROOT / "results" / "reference" / "layouts" / "t3-others"))["layouts"]
+    shown = [ax for ax in figure.axes if ax.axison]
+    assert [ax.get_title().split(",")[0] for ax in shown] == ["time per query", "bytes received / minimum needed"]
+    assert all(ax.patches for ax in shown)
+    plt.close(figure)

@@ -451,7 +451,9 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
     unlimited = table[table.memory_tier == UNLIMITED]
     profiles = profiles_by_rate(unlimited.net_profile, config.get("net_rates", {}))
     queries = [q for q in config["queries"] if q in set(table["query"])]
-    fig, axes = plt.subplots(2, max(len(profiles), 2), figsize=(5.2 * max(len(profiles), 2), 8.5), squeeze=False)
+    memory = table[~table.memory_tier.isin([UNLIMITED, FOOTPRINT_TIER])]
+    columns = max(len(profiles), 1 if memory.empty else 2)  # no empty panel where a run has no memory tiers
+    fig, axes = plt.subplots(2, columns, figsize=(5.2 * max(columns, 2), 8.5), squeeze=False)
     for ax, profile in zip(axes[0], profiles):
         part = unlimited[unlimited.net_profile == profile].assign(ci=lambda f: f.t_ci95_s.fillna(0))
         part = part.set_index("query").loc[[q for q in queries if q in set(part["query"])]].reset_index()
@@ -467,7 +469,6 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
         axes[1][0].axhline(1, color="0.4", linestyle=":", linewidth=1)
         axes[1][0].set(title=f"bytes received / minimum needed, {profiles[0] if profiles else ''}",
                        ylabel="ratio (log; 1 = only what is needed)")
-    memory = table[~table.memory_tier.isin([UNLIMITED, FOOTPRINT_TIER])]
     if not memory.empty:
         share = memory.assign(done=memory.did_not_finish == 0).pivot_table(index="layout", columns="memory_tier",
                                                                            values="done", aggfunc="mean")
@@ -486,7 +487,7 @@ def figure(table: pd.DataFrame, config: dict, limits: pd.DataFrame | None = None
         axes[1][1].set_xticklabels(list(share.columns), rotation=0, fontsize=8)
         axes[1][1].set(title="queries finished under a memory limit (fresh client per query)",
                        xlabel="limit: multiple of the layout's measured client footprint", ylabel="")
-    for ax in axes[1][2:]:
+    for ax in [*axes[0][len(profiles):], *axes[1][1 if memory.empty else 2:]]:
         ax.axis("off")
     plots.system_legend(fig, [l for l in config["layouts"] if l in set(table.layout)], bars=True, title="layout")
     plots.question(fig, "Which layout answers each query fastest, reading the fewest bytes, within the least memory?")
