@@ -374,3 +374,30 @@ def test_the_layouts_figure_draws_no_empty_panel_for_a_run_without_memory_tiers_
     assert [ax.get_title().split(",")[0] for ax in shown] == ["time per query", "bytes received / minimum needed"]
     assert all(ax.patches for ax in shown)
     plt.close(figure)
+
+
+def test_the_layouts_past_the_seed_ratio_says_when_it_sets_one_machine_against_another():
+    """L3 sorted by label was measured in its own part: T(L3s) / best(L1, L2) is a ratio across machines when
+    that part ran on another machine than L1's and L2's, and the line must say so (and not of L4, measured
+    with L1 and L2)."""
+    import copy
+
+    from storebench.core.experiment import ResultTables
+    from storebench.experiments.layoutbench.layouts import analysis
+    from storebench.report.notebook import load
+
+    tables = load("layouts", str(ROOT / "results" / "reference"))
+
+    def past_the_seed(sorted_kernel: str) -> str:
+        manifest = copy.deepcopy(tables.manifest)
+        one = manifest["parts"]["t3-others"]["machine"]
+        for part, run in manifest["parts"].items():
+            run["machine"] = {**one, "kernel": sorted_kernel if part == "t3-l3-sorted" else one["kernel"]}
+        made = analysis.analyse(ResultTables({n: tables[n] for n in tables.names}, manifest))
+        return next(line for line in made.markdown.splitlines() if line.startswith("Past the seed"))
+
+    apart = past_the_seed("another build")
+    assert "L3 sorted by label small" in apart and "(crosses machines: L3s on M" in apart
+    assert apart.count("crosses machines") == 1 and "Machines: M1 = " in apart
+    together = past_the_seed(tables.manifest["parts"]["t3-others"]["machine"]["kernel"])
+    assert "crosses machines" not in together and "Machines:" not in together

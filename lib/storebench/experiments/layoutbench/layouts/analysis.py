@@ -17,6 +17,7 @@ from storebench.experiments.layoutbench.layouts import (FOOTPRINT_QUERY, FOOTPRI
 from storebench.core.experiment import ResultTables
 from storebench.core.stats import MIN_BOOTSTRAP, bootstrap, mean_ci
 from storebench.experiments.layoutbench import published as paper002
+from storebench.report.machine import CROSSES, part_tags
 from storebench.report.findings import (PAPER_SETUP, SUBSTITUTE, UNKNOWN, Cause, Findings, Metric, sig3, above,
                                         below, judge, not_comparable, within)
 
@@ -330,7 +331,9 @@ def _describe_tier(counts: pd.DataFrame, config: dict) -> str:
 
 
 def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFrame, claims: tuple = (),
-             metrics: tuple = ()) -> Findings:
+             metrics: tuple = (), machines: tuple[dict[str, str], str] = ({}, "")) -> Findings:
+    """``machines``: each part's machine tag and their footnote (``machine.part_tags``), for a run whose parts
+    ran on more than one machine."""
     everything, table = table, table[table.server == primary_server(config)]
 
     base = _base(config) if config["net_profiles"] else table.net_profile.iloc[0]
@@ -365,11 +368,14 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
         need = lambda v: "none of the tiers" if v is None else v  # noqa: E731
         lines.append("| L3 fails on small-memory clients | smallest memory tier where every query finishes: "
                      + ", ".join(f"{SHORT.get(k, k)} {need(v)}" for k, v in tiers.items()) + " |")
-    extra = {f"{SHORT[x]}": {size: get(size, f"{SHORT[x]}_over_best_L1_L2") for size in SIZE_GROUPS}
+    extra = {x: {size: get(size, f"{SHORT[x]}_over_best_L1_L2") for size in SIZE_GROUPS}
              for x in ("L3-parquet-sorted", "L4-lance")}
-    past = [f"{'L3 sorted by label' if k == 'L3s' else 'L4 (Lance)'} " + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items())
+    past = [f"{'L3 sorted by label' if k == 'L3-parquet-sorted' else 'L4 (Lance)'} "
+            + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items()) + _crossing(rows, k, machines[0])
             for k, d in extra.items() if any(np.isfinite(v) for v in d.values())]  # the layouts this run measured
-    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(past) + "." if past else "", ""]
+    crossed = any(CROSSES in text for text in past)
+    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(past) + "." + (f" {machines[1]}" if crossed else "")
+              if past else "", ""]
 
     # Finding 2: bytes over the minimum
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED) & (table.needed_bytes > 0)]
@@ -413,6 +419,20 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
     headline = _headline(config["tier"], table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)],
                          _size_classes(counts), selective["L3-parquet"])
     return Findings(headline, "\n".join(lines), metrics=list(metrics), claims=claims)
+
+
+def _crossing(rows: pd.DataFrame, layout: str, machine_of: dict[str, str]) -> str:
+    """" (crosses machines: ...)" where ``layout``'s rows and L1's and L2's came from parts measured on different
+    machines, so a ratio of their times sets one machine against another; "" otherwise."""
+    def tags(layouts):
+        return sorted({machine_of.get(part, "") for part in rows[rows.layout.isin(layouts)].part.unique()})
+
+    if not machine_of or "part" not in rows:
+        return ""
+    mine, theirs = tags([layout]), tags(["L1-objects", "L2-tar"])
+    if mine == theirs:
+        return ""
+    return f" ({CROSSES}: {SHORT.get(layout, layout)} on {', '.join(mine)}, L1 and L2 on {', '.join(theirs)})"
 
 
 def _headline(tier: str, part: pd.DataFrame, classes: dict, l3_small: pd.Series) -> str:
@@ -509,7 +529,8 @@ def settings_with_rates(tables: ResultTables) -> dict:
 def analyse(tables: ResultTables) -> Findings:
     rows, counts = tables[EXPERIMENT], tables[f"{EXPERIMENT}_counts"]
     config, table = settings_with_rates(tables), summary(rows)
-    return findings(table, counts, config, rows, claims(table, counts, config, rows), metrics(table, counts, config))
+    return findings(table, counts, config, rows, claims(table, counts, config, rows), metrics(table, counts, config),
+                    part_tags(tables.manifest))
 
 
 def figures(tables: ResultTables) -> dict:
