@@ -430,7 +430,7 @@ def add_contract_stages(doc) -> list[str]:
                                outs=[{f"results/{name}": {"cache": False}}])
         report = CommentedMap(cmd=f"python -m {PACKAGE}.pipeline.notebooks {name}",
                               deps=[f"notebooks/{name}.ipynb", f"results/{name}"],
-                              outs=[f"reports/notebooks/{name}.ipynb", {f"reports/{name}.html": {"cache": False}},
+                              outs=[{f"reports/{name}.html": {"cache": False}},
                                     {f"reports/{name}.findings.json": {"cache": False}},
                                     {f"reports/figures/{name}": {"cache": False}},
                                     {f"reports/tables/{name}": {"cache": False}}],
