@@ -422,8 +422,8 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
 
 
 def _crossing(rows: pd.DataFrame, layout: str, machine_of: dict[str, str]) -> str:
-    """" (crosses machines: ...)" where ``layout``'s rows and L1's and L2's came from parts measured on different
-    machines, so a ratio of their times sets one machine against another; "" otherwise."""
+    """A note to append to ``layout``'s ratio to best(L1, L2), "(crosses machines: ...)", where its rows and L1's
+    and L2's came from parts measured on different machines; "" otherwise."""
     def tags(layouts):
         return sorted({machine_of.get(part, "") for part in rows[rows.layout.isin(layouts)].part.unique()})
 
