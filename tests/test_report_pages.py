@@ -376,10 +376,9 @@ def test_the_layouts_figure_draws_no_empty_panel_for_a_run_without_memory_tiers_
     plt.close(figure)
 
 
-def test_the_layouts_past_the_seed_ratio_says_when_it_sets_one_machine_against_another():
-    """L3 sorted by label was measured in its own part: T(L3s) / best(L1, L2) is a ratio across machines when
-    that part ran on another machine than L1's and L2's, and the line must say so (and not of L4, measured
-    with L1 and L2)."""
+def _layouts_line(prefix: str, other_build: set[str]) -> str:
+    """The committed layouts reference parts re-analysed as if all ran on one machine but ``other_build``'s parts
+    (another kernel build): the markdown line starting with ``prefix``."""
     import copy
 
     from storebench.core.experiment import ResultTables
@@ -387,17 +386,31 @@ def test_the_layouts_past_the_seed_ratio_says_when_it_sets_one_machine_against_a
     from storebench.report.notebook import load
 
     tables = load("layouts", str(ROOT / "results" / "reference"))
+    manifest = copy.deepcopy(tables.manifest)
+    one = manifest["parts"]["t3-others"]["machine"]
+    for part, run in manifest["parts"].items():
+        run["machine"] = {**one, "kernel": "another build" if part in other_build else one["kernel"]}
+    made = analysis.analyse(ResultTables({n: tables[n] for n in tables.names}, manifest))
+    return next(line for line in made.markdown.splitlines() if line.startswith(prefix))
 
-    def past_the_seed(sorted_kernel: str) -> str:
-        manifest = copy.deepcopy(tables.manifest)
-        one = manifest["parts"]["t3-others"]["machine"]
-        for part, run in manifest["parts"].items():
-            run["machine"] = {**one, "kernel": sorted_kernel if part == "t3-l3-sorted" else one["kernel"]}
-        made = analysis.analyse(ResultTables({n: tables[n] for n in tables.names}, manifest))
-        return next(line for line in made.markdown.splitlines() if line.startswith("Past the seed"))
 
-    apart = past_the_seed("another build")
+def test_the_layouts_past_the_seed_ratio_says_when_it_sets_one_machine_against_another():
+    """L3 sorted by label was measured in its own part: T(L3s) / best(L1, L2) is a ratio across machines when
+    that part ran on another machine than L1's and L2's, and the line must say so (and not of L4, measured
+    with L1 and L2)."""
+    apart = _layouts_line("Past the seed", {"t3-l3-sorted"})
     assert "L3 sorted by label small" in apart and "(crosses machines: L3s on M" in apart
     assert apart.count("crosses machines") == 1 and "Machines: M1 = " in apart
-    together = past_the_seed(tables.manifest["parts"]["t3-others"]["machine"]["kernel"])
+    together = _layouts_line("Past the seed", set())
     assert "crosses machines" not in together and "Machines:" not in together
+
+
+def test_the_layouts_bandwidth_ratio_says_when_its_two_links_ran_on_different_machines():
+    """T(slow link) / T(fast link): the fast link's part (c5-c8gb-others) on another machine than the slow
+    link's makes Finding 3's ratios cross machines, and the line says so; the past-the-seed ratios, all at the
+    slow link, do not cross (they look only at the rows they divide)."""
+    bandwidth = _layouts_line("T at ", {"c5-c8gb-others"})
+    assert "crosses machines: s3-5g on M" in bandwidth and "s3-20g on M" in bandwidth
+    assert "Machines: M1 = " in bandwidth
+    assert "crosses machines" not in _layouts_line("Past the seed", {"c5-c8gb-others"})
+    assert "crosses machines" not in _layouts_line("T at ", set())

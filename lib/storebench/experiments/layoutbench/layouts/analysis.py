@@ -8,6 +8,7 @@ repeat (the counts, what each layout wrote, the profiles) are read once per key.
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -214,18 +215,24 @@ def crossover(table: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
 def bandwidth_scaling(table: pd.DataFrame, config: dict, counts: pd.DataFrame) -> pd.DataFrame:
     """Per layout: T at the slowest tier / T at the fastest, over mid and large queries (the link
     rates differ 4x: 4.0 = bound by bandwidth, 1.0 = not at all)."""
-    profiles = [p for p in profiles_by_rate(config["net_profiles"], config.get("net_rates", {}))
-                if p in set(table.net_profile)]
-    if len(profiles) < 2:
+    profiles = _slowest_and_fastest(table, config)
+    if not profiles:
         return pd.DataFrame()
     names = [q for q in once(counts, ["query"])["query"] if size_class(q) != "small"]
-    slow, fast = profiles[0], profiles[-1]
+    slow, fast = profiles
     part = table[(table.memory_tier == UNLIMITED) & table["query"].isin(names)]
     t = part.pivot_table(index=["layout", "query"], columns="net_profile", values="t_median_s")
     ratio = np.exp(np.log(t[slow] / t[fast]).groupby("layout").mean())
     rates = table.groupby("net_profile").net_rate.first() if "net_rate" in table else {}
     rates = {p: rates.get(p, "?") for p in (slow, fast)}
     return pd.DataFrame({"slow_over_fast": ratio, "slow": f"{slow} ({rates[slow]})", "fast": f"{fast} ({rates[fast]})"})
+
+
+def _slowest_and_fastest(table: pd.DataFrame, config: dict) -> tuple[str, str] | None:
+    """The measured network profiles of the lowest and highest rate, or None when fewer than two were measured."""
+    profiles = [p for p in profiles_by_rate(config["net_profiles"], config.get("net_rates", {}))
+                if p in set(table.net_profile)]
+    return (profiles[0], profiles[-1]) if len(profiles) > 1 else None
 
 
 def memory_order(config: dict, table: pd.DataFrame | None = None) -> list[str]:
@@ -335,6 +342,7 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
     """``machines``: each part's machine tag and their footnote (``machine.part_tags``), for a run whose parts
     ran on more than one machine."""
     everything, table = table, table[table.server == primary_server(config)]
+    on = partial(_machines_that_measured, rows, machines[0], server=[primary_server(config)], memory_tier=[UNLIMITED])
 
     base = _base(config) if config["net_profiles"] else table.net_profile.iloc[0]
     cross = crossover(table, counts)
@@ -371,11 +379,11 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
     extra = {x: {size: get(size, f"{SHORT[x]}_over_best_L1_L2") for size in SIZE_GROUPS}
              for x in ("L3-parquet-sorted", "L4-lance")}
     past = [f"{'L3 sorted by label' if k == 'L3-parquet-sorted' else 'L4 (Lance)'} "
-            + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items()) + _crossing(rows, k, machines[0])
+            + ", ".join(f"{size} {_fmt(v)}" for size, v in d.items())
+            + _parenthesised(_crossing({SHORT[k]: on(layout=[k], net_profile=[base]),
+                                        "L1 and L2": on(layout=["L1-objects", "L2-tar"], net_profile=[base])}))
             for k, d in extra.items() if any(np.isfinite(v) for v in d.values())]  # the layouts this run measured
-    crossed = any(CROSSES in text for text in past)
-    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(past) + "." + (f" {machines[1]}" if crossed else "")
-              if past else "", ""]
+    lines += ["", "Past the seed, T / best(L1, L2): " + "; ".join(past) + "." if past else "", ""]
 
     # Finding 2: bytes over the minimum
     part = table[(table.net_profile == base) & (table.memory_tier == UNLIMITED) & (table.needed_bytes > 0)]
@@ -393,9 +401,15 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
     scaling = bandwidth_scaling(table, config, counts)
     lines.append("**Finding 3, bottlenecks** (seed: " + paper002.FINDINGS[3] + "):")
     if not scaling.empty:
+        slow, fast = _slowest_and_fastest(table, config)
+        def across(k, v):
+            return _crossing({slow: on(layout=[k], net_profile=[slow]), fast: on(layout=[k], net_profile=[fast])}) \
+                if np.isfinite(v) else None
+
+        ratios, crossing = _marked_ratios([(f"{SHORT.get(k, k)} {_fmt(v)}", across(k, v))
+                                           for k, v in scaling.slow_over_fast.items()])
         lines.append(f"T at {scaling.slow.iloc[0]} / T at {scaling.fast.iloc[0]} on mid and large queries "
-                     "(4.0 = bound by the link, 1.0 = not at all): "
-                     + ", ".join(f"{SHORT.get(k, k)} {_fmt(v)}" for k, v in scaling.slow_over_fast.items()) + ".")
+                     f"(4.0 = bound by the link, 1.0 = not at all{'; ' + crossing if crossing else ''}): {ratios}.")
     lines.append("L1's requests: " + _latency_share(table, base, config) + "; memory: see the memory tiers above.")
     lines.append("")
     cost = costs(rows, config)
@@ -409,30 +423,61 @@ def findings(table: pd.DataFrame, counts: pd.DataFrame, config, rows: pd.DataFra
                   "the ratios between layouts, not the dollars.", ""]
     servers = server_comparison(everything, config)
     if not servers.empty:
+        def measured(server, r):
+            return _machines_that_measured(rows, machines[0], server=[server], layout=[r.layout],
+                                           net_profile=[r.net_profile], memory_tier=[UNLIMITED])
+
+        ratios, crossing = _marked_ratios(
+            [(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.t_ratio)} at {r.net_profile}",
+              _crossing({r.server: measured(r.server, r), r.vs: measured(r.vs, r)})) for r in servers.itertuples()])
         lines += [f"**The server, not the layout**: the same layouts on {', '.join(servers.server.unique())} vs "
-                  f"{primary_server(config)}, T ratio (geometric mean over the queries) "
-                  + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.t_ratio)} at {r.net_profile}"
-                              for r in servers.itertuples())
-                  + "; bytes received " + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.bytes_ratio)}"
-                                                    for r in servers.itertuples())
+                  f"{primary_server(config)}, T ratio (geometric mean over the queries"
+                  f"{'; ' + crossing if crossing else ''}) " + ratios
+                  + "; bytes received " + ", ".join(f"{SHORT.get(r.layout, r.layout)} {_fmt(r.bytes_ratio)} at "
+                                                    f"{r.net_profile}" for r in servers.itertuples())
                   + " of the first server's. A layout's ranking that holds on both servers is the layout's.", ""]
+    _key_after_first_crossing(lines, machines[1])
     headline = _headline(config["tier"], table[(table.net_profile == base) & (table.memory_tier == UNLIMITED)],
                          _size_classes(counts), selective["L3-parquet"])
     return Findings(headline, "\n".join(lines), metrics=list(metrics), claims=claims)
 
 
-def _crossing(rows: pd.DataFrame, layout: str, machine_of: dict[str, str]) -> str:
-    """A note to append to ``layout``'s ratio to best(L1, L2), "(crosses machines: ...)", where its rows and L1's
-    and L2's came from parts measured on different machines; "" otherwise."""
-    def tags(layouts):
-        return sorted({machine_of.get(part, "") for part in rows[rows.layout.isin(layouts)].part.unique()})
-
+def _machines_that_measured(rows: pd.DataFrame, machine_of: dict[str, str], **where: list) -> tuple[str, ...]:
+    """The machine tags (``machine.part_tags``) of the parts whose rows match ``where`` (column -> values)."""
     if not machine_of or "part" not in rows:
+        return ()
+    for column, values in where.items():
+        if column in rows:
+            rows = rows[rows[column].isin(values)]
+    return tuple(sorted({machine_of.get(part, "") for part in rows.part.unique()}))
+
+
+def _marked_ratios(ratios: list[tuple[str, str | None]]) -> tuple[str, str]:
+    """"L1 1.22x, L2 1.68x" from (ratio, its crossing mark; None for a ratio not measured) pairs, and the mark
+    to say once for all of them when every measured ratio crosses machines the same way; otherwise "" and each
+    ratio carries its own mark."""
+    marks = {mark for _, mark in ratios if mark is not None}
+    once = marks.pop() if len(marks) == 1 else ""
+    return ", ".join(f"{ratio}{'' if once else _parenthesised(mark or '')}" for ratio, mark in ratios), once
+
+
+def _parenthesised(text: str) -> str:
+    return f" ({text})" if text else ""
+
+
+def _key_after_first_crossing(lines: list[str], key: str) -> None:
+    """Append the machines' key ("Machines: M1 = ...") to the first line that marks a ratio as crossing them."""
+    first = next((i for i, line in enumerate(lines) if CROSSES in line), None)
+    if key and first is not None:
+        lines[first] += f" {key}"
+
+
+def _crossing(sides: dict[str, tuple[str, ...]]) -> str:
+    """"crosses machines: L3s on M1, L1 and L2 on M2" when a ratio's sides (name -> the machines that measured
+    it) were measured on different machines; "" otherwise."""
+    if not all(sides.values()) or len(set(sides.values())) < 2:  # a side not measured is not a crossing
         return ""
-    mine, theirs = tags([layout]), tags(["L1-objects", "L2-tar"])
-    if mine == theirs:
-        return ""
-    return f" ({CROSSES}: {SHORT.get(layout, layout)} on {', '.join(mine)}, L1 and L2 on {', '.join(theirs)})"
+    return f"{CROSSES}: " + ", ".join(f"{name} on {', '.join(tags)}" for name, tags in sides.items())
 
 
 def _headline(tier: str, part: pd.DataFrame, classes: dict, l3_small: pd.Series) -> str:
