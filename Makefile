@@ -29,7 +29,7 @@ reference-status: env  ## the reference results: per stage, measured when, how l
 test: data  ## the test suite (CI runs exactly this)
 	python -m pytest -q --durations=30 $(PYTEST_ARGS)  # the slowest tests, named in the log
 
-test-fast: env  ## unit tests and the analysis re-run on the committed result tables (no server, no notebook)
+test-fast: data  ## unit tests (some read the real datasets, so `make data` first) and the analysis re-run on the committed result tables (no server, no notebook)
 	python -m pytest -q -m "not slow and not server" $(PYTEST_ARGS)
 
 lab: data  ## JupyterLab on the notebooks
